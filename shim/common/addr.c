@@ -1,0 +1,221 @@
+/* addr: sockaddr -> key and text. See addr.h. */
+#include "addr.h"
+#include "policy.h"
+
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/un.h>
+
+#define TAG_V4 (1ull << 60)
+#define TAG_V6 (2ull << 60)
+#define TAG_UNIX (3ull << 60)
+#define LOW60 ((1ull << 60) - 1)
+
+static int is_v4_mapped(const struct in6_addr *a)
+{
+	static const unsigned char pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	return memcmp(a->s6_addr, pfx, 12) == 0;
+}
+
+enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len)
+{
+	if (!addr || len < (socklen_t)sizeof(sa_family_t))
+		return BS_ADDR_OTHER;
+	switch (addr->sa_family) {
+	case AF_INET:
+		return len >= (socklen_t)sizeof(struct sockaddr_in) ? BS_ADDR_INET : BS_ADDR_OTHER;
+	case AF_INET6:
+		return len >= (socklen_t)sizeof(struct sockaddr_in6) ? BS_ADDR_INET : BS_ADDR_OTHER;
+	case AF_UNIX:
+		return len > (socklen_t)offsetof(struct sockaddr_un, sun_path) ? BS_ADDR_UNIX : BS_ADDR_OTHER;
+	default:
+		return BS_ADDR_OTHER;
+	}
+}
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = bs_mix64(h ^ p[i]);
+	return h;
+}
+
+/* Length of a unix path inside the address: up to the first NUL for a
+ * filesystem path, the whole remainder for an abstract name. */
+static size_t unix_path_len(const struct sockaddr_un *un, socklen_t len)
+{
+	size_t max = (size_t)len - offsetof(struct sockaddr_un, sun_path);
+	if (max > sizeof un->sun_path)
+		max = sizeof un->sun_path;
+	if (max > 0 && un->sun_path[0] == '\0')
+		return max;
+	size_t n = 0;
+	while (n < max && un->sun_path[n])
+		n++;
+	return n;
+}
+
+uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
+{
+	switch (bs_addr_kind(addr, len)) {
+	case BS_ADDR_INET:
+		if (addr->sa_family == AF_INET) {
+			const struct sockaddr_in *in = (const void *)addr;
+			return TAG_V4 | (uint64_t)ntohs(in->sin_port) << 32 |
+			       ntohl(in->sin_addr.s_addr);
+		} else {
+			const struct sockaddr_in6 *in6 = (const void *)addr;
+			uint16_t port = ntohs(in6->sin6_port);
+			if (is_v4_mapped(&in6->sin6_addr)) {
+				uint32_t a;
+				memcpy(&a, in6->sin6_addr.s6_addr + 12, 4);
+				return TAG_V4 | (uint64_t)port << 32 | ntohl(a);
+			}
+			uint64_t h = hash_bytes(in6->sin6_addr.s6_addr, 16, port);
+			return TAG_V6 | (h & LOW60);
+		}
+	case BS_ADDR_UNIX: {
+		const struct sockaddr_un *un = (const void *)addr;
+		size_t n = unix_path_len(un, len);
+		uint64_t h = hash_bytes((const unsigned char *)un->sun_path, n, 0x756e6978);
+		return TAG_UNIX | (h & LOW60);
+	}
+	default:
+		return 0;
+	}
+}
+
+/* --- formatting, no stdio --- */
+
+struct out {
+	char *buf;
+	size_t cap, n;
+};
+
+static void put_c(struct out *o, char c)
+{
+	if (o->n + 1 < o->cap)
+		o->buf[o->n++] = c;
+}
+
+static void put_s(struct out *o, const char *s)
+{
+	while (*s)
+		put_c(o, *s++);
+}
+
+static void put_u(struct out *o, unsigned v)
+{
+	char t[12];
+	int i = 0;
+	do {
+		t[i++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (i)
+		put_c(o, t[--i]);
+}
+
+static void put_hex16(struct out *o, unsigned v)
+{
+	static const char hx[] = "0123456789abcdef";
+	int started = 0;
+	for (int sh = 12; sh >= 0; sh -= 4) {
+		unsigned d = (v >> sh) & 0xf;
+		if (d || started || sh == 0) {
+			put_c(o, hx[d]);
+			started = 1;
+		}
+	}
+}
+
+static void put_v4(struct out *o, const unsigned char *a)
+{
+	for (int i = 0; i < 4; i++) {
+		if (i)
+			put_c(o, '.');
+		put_u(o, a[i]);
+	}
+}
+
+/* RFC 5952: lower case, longest run (>= 2) of zero groups becomes "::". */
+static void put_v6(struct out *o, const unsigned char *a)
+{
+	unsigned g[8];
+	for (int i = 0; i < 8; i++)
+		g[i] = (unsigned)a[2 * i] << 8 | a[2 * i + 1];
+	int best = -1, bestlen = 0;
+	for (int i = 0; i < 8;) {
+		if (g[i]) {
+			i++;
+			continue;
+		}
+		int j = i;
+		while (j < 8 && !g[j])
+			j++;
+		if (j - i > bestlen) {
+			best = i;
+			bestlen = j - i;
+		}
+		i = j;
+	}
+	if (bestlen < 2)
+		best = -1;
+	for (int i = 0; i < 8; i++) {
+		if (i == best) {
+			put_s(o, "::");
+			i += bestlen - 1;
+			continue;
+		}
+		if (i && i != best + bestlen)
+			put_c(o, ':');
+		put_hex16(o, g[i]);
+	}
+}
+
+size_t bs_addr_format(const struct sockaddr *addr, socklen_t len, char *buf,
+		      size_t cap)
+{
+	struct out o = {buf, cap, 0};
+	if (cap == 0)
+		return 0;
+	switch (bs_addr_kind(addr, len)) {
+	case BS_ADDR_INET:
+		if (addr->sa_family == AF_INET) {
+			const struct sockaddr_in *in = (const void *)addr;
+			put_v4(&o, (const unsigned char *)&in->sin_addr);
+			put_c(&o, ':');
+			put_u(&o, ntohs(in->sin_port));
+		} else {
+			const struct sockaddr_in6 *in6 = (const void *)addr;
+			if (is_v4_mapped(&in6->sin6_addr)) {
+				put_v4(&o, in6->sin6_addr.s6_addr + 12);
+			} else {
+				put_c(&o, '[');
+				put_v6(&o, in6->sin6_addr.s6_addr);
+				put_c(&o, ']');
+			}
+			put_c(&o, ':');
+			put_u(&o, ntohs(in6->sin6_port));
+		}
+		break;
+	case BS_ADDR_UNIX: {
+		const struct sockaddr_un *un = (const void *)addr;
+		size_t n = unix_path_len(un, len);
+		put_s(&o, "unix:");
+		for (size_t i = 0; i < n; i++) {
+			char c = un->sun_path[i];
+			if (i == 0 && c == '\0')
+				c = '@';
+			else if ((unsigned char)c < 0x20 || (unsigned char)c > 0x7e)
+				c = '?';
+			put_c(&o, c);
+		}
+		break;
+	}
+	default:
+		put_s(&o, "?");
+	}
+	buf[o.n] = '\0';
+	return o.n;
+}

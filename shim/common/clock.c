@@ -1,0 +1,57 @@
+/* clock: monotonic time, futex-based deadline waits, EINTR rule. */
+#include "clock.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t bs_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
+{
+	struct timespec ts, *tsp = NULL;
+	if (deadline != BS_NEVER) {
+		ts.tv_sec = (time_t)(deadline / 1000000000ull);
+		ts.tv_nsec = (long)(deadline % 1000000000ull);
+		tsp = &ts;
+	}
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
+	long r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+			 expect, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+	if (r == -1 && errno == EINTR)
+		return EINTR;
+	return 0; /* woken, timed out, or the value had already changed */
+}
+
+void bs_wake(const uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 0x7fffffff,
+		NULL, NULL, 0);
+}
+
+int bs_intr_returns_eintr(int has_timeout)
+{
+	if (has_timeout)
+		return 1;
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		if (sigaction(sig, NULL, &sa) != 0)
+			continue;
+		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return 1;
+	}
+	return 0;
+}

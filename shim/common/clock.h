@@ -1,0 +1,34 @@
+/*
+ * clock: monotonic time, deadline waits and the EINTR rule.
+ *
+ * Promise: every function is async-signal-safe and allocation-free (raw
+ * syscalls only). Waits are toward an absolute CLOCK_MONOTONIC deadline, so a
+ * signal never stretches one, and they can be cut short by a wake-up on a
+ * 32-bit word (futex), which is how an attempt's outcome is announced.
+ */
+#ifndef BS_CLOCK_H
+#define BS_CLOCK_H
+
+#include <stdint.h>
+
+#define BS_NEVER UINT64_MAX
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t bs_now(void);
+
+/* Sleep until `deadline` (ns, monotonic), or until *word no longer holds
+ * `expect` / someone calls bs_wake(word). Returns 0 when the wait ended for
+ * any of those reasons, EINTR when a signal handler ran. */
+int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline);
+
+/* Wake every waiter on word. */
+void bs_wake(const uint32_t *word);
+
+/* After a wait was interrupted by a signal handler: should a blocking
+ * connect() report EINTR (true) or carry on as the kernel would under
+ * SA_RESTART (false)? The signal that ran is not known, so this answers true
+ * if any caught signal lacks SA_RESTART. `has_timeout` is the socket's
+ * SO_SNDTIMEO being set, in which case the kernel never restarts connect(). */
+int bs_intr_returns_eintr(int has_timeout);
+
+#endif

@@ -1,0 +1,281 @@
+/* config: defaults -> INI file -> environment. See config.h. */
+#include "config.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define MAX_FILE (1u << 20)
+#define MAX_LINE (INI_MAX_LINE - 1)
+
+enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH };
+
+static const struct key {
+	const char *section, *name, *env;
+	enum kind kind;
+	size_t off;
+} keys[] = {
+#define B(n, k, f) {"backoff", #n, "BACKOFFSHIM_" #f, k, offsetof(struct bs_config, n)}
+#define P(n, k, f) {"backoff", #n, "BACKOFFSHIM_" #f, k, offsetof(struct bs_config, policy.n)}
+	P(initial_backoff, K_DUR_POS, INITIAL_BACKOFF),
+	P(multiplier, K_MULT, MULTIPLIER),
+	P(jitter, K_JITTER, JITTER),
+	P(max_backoff, K_DUR_POS, MAX_BACKOFF),
+	P(min_connect_timeout, K_DUR_POS, MIN_CONNECT_TIMEOUT),
+	B(max_attempts, K_UINT32, MAX_ATTEMPTS),
+	B(max_elapsed, K_DUR, MAX_ELAPSED),
+	B(retry_on, K_ERRS, RETRY_ON),
+	{"backoff", "unix", "BACKOFFSHIM_UNIX", K_BOOL, offsetof(struct bs_config, unix_sockets)},
+	B(seed, K_U64, SEED),
+	B(disable, K_BOOL, DISABLE),
+	{"log", "level", "BACKOFFSHIM_LOG", K_LEVEL, offsetof(struct bs_config, log_level)},
+	{"log", "file", "BACKOFFSHIM_LOG_FILE", K_PATH, offsetof(struct bs_config, log_file)},
+#undef B
+#undef P
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+void bs_config_defaults(struct bs_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->policy.initial_backoff = 1 * BS_NS_PER_SEC;
+	c->policy.multiplier = 1.6;
+	c->policy.jitter = 0.2;
+	c->policy.max_backoff = 120 * BS_NS_PER_SEC;
+	c->policy.min_connect_timeout = 20 * BS_NS_PER_SEC;
+	c->max_attempts = 0;
+	c->max_elapsed = 300 * BS_NS_PER_SEC;
+	const char *why;
+	bs_parse_errlist("ECONNREFUSED ETIMEDOUT EHOSTUNREACH ENETUNREACH ECONNRESET EAGAIN",
+			 c->retry_on, &why);
+	c->log_level = BS_LOG_INFO;
+}
+
+int bs_config_retries(const struct bs_config *c, int err)
+{
+	if (err <= 0 || err >= 64 * BS_ERRSET_WORDS)
+		return 0;
+	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
+}
+
+static int parse_level(const char *s, int *out, const char **why)
+{
+	static const char *names[] = {"off", "error", "info", "debug"};
+	while (*s == ' ')
+		s++;
+	size_t n = strcspn(s, " \t");
+	for (int i = 0; i < 4; i++) {
+		if (strlen(names[i]) == n && strncasecmp(s, names[i], n) == 0 &&
+		    s[n + strspn(s + n, " \t")] == '\0') {
+			*out = i;
+			return 0;
+		}
+	}
+	*why = "not one of off, error, info, debug";
+	return -1;
+}
+
+static int apply(struct bs_config *c, const struct key *k, const char *v,
+		 const char **why)
+{
+	char *field = (char *)c + k->off;
+	uint64_t u;
+	double d;
+	int b;
+	switch (k->kind) {
+	case K_DUR_POS:
+	case K_DUR:
+		if (bs_parse_duration(v, &u, why))
+			return -1;
+		if (k->kind == K_DUR_POS && u == 0) {
+			*why = "must be greater than 0";
+			return -1;
+		}
+		memcpy(field, &u, sizeof u);
+		return 0;
+	case K_MULT:
+	case K_JITTER:
+		if (bs_parse_number(v, &d, why))
+			return -1;
+		if (k->kind == K_MULT && (d < 1.0 || d > 100.0)) {
+			*why = "must be between 1 and 100";
+			return -1;
+		}
+		if (k->kind == K_JITTER && d > 1.0) {
+			*why = "must be between 0 and 1";
+			return -1;
+		}
+		memcpy(field, &d, sizeof d);
+		return 0;
+	case K_UINT32:
+		if (bs_parse_uint(v, 1000000000u, &u, why))
+			return -1;
+		*(uint32_t *)(void *)field = (uint32_t)u;
+		return 0;
+	case K_U64:
+		if (bs_parse_uint(v, UINT64_MAX, &u, why))
+			return -1;
+		memcpy(field, &u, sizeof u);
+		if (k->off == offsetof(struct bs_config, seed))
+			c->seed_set = 1;
+		return 0;
+	case K_ERRS:
+		return bs_parse_errlist(v, (uint64_t *)(void *)field, why);
+	case K_BOOL:
+		if (bs_parse_bool(v, &b, why))
+			return -1;
+		*(int *)(void *)field = b;
+		return 0;
+	case K_LEVEL:
+		return parse_level(v, (int *)(void *)field, why);
+	case K_PATH:
+		if (!*v) {
+			*why = "empty path";
+			return -1;
+		}
+		if (strlen(v) >= sizeof c->log_file) {
+			*why = "path too long";
+			return -1;
+		}
+		strcpy(field, v);
+		return 0;
+	}
+	*why = "internal error";
+	return -1;
+}
+
+int bs_config_set(struct bs_config *c, const char *section, const char *key,
+		  const char *value, const char **why)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct key *k = &keys[i];
+		if (section) {
+			if (strcasecmp(section, k->section) || strcasecmp(key, k->name))
+				continue;
+		} else if (strcasecmp(key, k->env + strlen("BACKOFFSHIM_"))) {
+			continue;
+		}
+		return apply(c, k, value, why);
+	}
+	if (section && strcasecmp(section, "backoff") && strcasecmp(section, "log"))
+		*why = "unknown section (expected [backoff] or [log])";
+	else
+		*why = "unknown key";
+	return -1;
+}
+
+/* --- INI text: a line reader that counts lines and screens syntax --- */
+
+struct ini_ctx {
+	struct bs_config *c;
+	const char *origin, *p, *end;
+	unsigned line;
+	bs_config_report_fn report;
+	void *rctx;
+};
+
+static char *reader(char *str, int num, void *stream)
+{
+	struct ini_ctx *x = stream;
+	if (x->p >= x->end)
+		return NULL;
+	const char *nl = memchr(x->p, '\n', (size_t)(x->end - x->p));
+	size_t len = nl ? (size_t)(nl - x->p) + 1 : (size_t)(x->end - x->p);
+	x->line++;
+	const char *why = NULL;
+	if (len > (size_t)MAX_LINE || len >= (size_t)num)
+		why = "line too long (at most 198 characters)";
+	else if (memchr(x->p, '\0', len))
+		why = "binary data in line";
+	if (why) {
+		x->report(x->rctx, x->origin, x->line, NULL, NULL, why);
+		x->p += len;
+		strcpy(str, "\n"); /* hand inih an empty line instead */
+		return str;
+	}
+	memcpy(str, x->p, len);
+	str[len] = '\0';
+	x->p += len;
+	/* inih reports only its first syntax error; screen every line here. */
+	const char *s = str + strspn(str, " \t\r");
+	if (*s && *s != ';' && *s != '#' && *s != '\n') {
+		if (*s == '[' ? !strchr(s, ']') : (!strchr(s, '=') && !strchr(s, ':') && s == str))
+			x->report(x->rctx, x->origin, x->line, NULL, NULL,
+				  *s == '[' ? "section header without ']'"
+					    : "not a 'key = value' line");
+	}
+	return str;
+}
+
+static int handler(void *user, const char *section, const char *name,
+		   const char *value)
+{
+	struct ini_ctx *x = user;
+	const char *why;
+	if (bs_config_set(x->c, section, name, value, &why))
+		x->report(x->rctx, x->origin, x->line, name, value, why);
+	return 1; /* keep going: every problem gets reported */
+}
+
+void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *text,
+			 size_t len, bs_config_report_fn report, void *rctx)
+{
+	struct ini_ctx x = {c, origin, text, text + len, 0, report, rctx};
+	ini_parse_stream(reader, &x, handler, &x);
+}
+
+int bs_config_load_file(struct bs_config *c, const char *path,
+			bs_config_report_fn report, void *ctx)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		report(ctx, path, 0, NULL, NULL, "cannot open file");
+		return -1;
+	}
+	char *buf = malloc(MAX_FILE + 1);
+	size_t n = 0;
+	ssize_t r = 0;
+	while (buf && n <= MAX_FILE &&
+	       ((r = read(fd, buf + n, MAX_FILE + 1 - n)) > 0 || (r < 0 && errno == EINTR)))
+		if (r > 0)
+			n += (size_t)r;
+	close(fd);
+	const char *why = !buf ? "out of memory" : r < 0 ? "cannot read file"
+			 : n > MAX_FILE ? "file larger than 1 MiB" : NULL;
+	if (why) {
+		report(ctx, path, 0, NULL, NULL, why);
+		free(buf);
+		return -1;
+	}
+	bs_config_parse_ini(c, path, buf, n, report, ctx);
+	free(buf);
+	return 0;
+}
+
+void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
+			bs_config_report_fn report, void *ctx)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const char *v = get(keys[i].env);
+		const char *why;
+		if (v && apply(c, &keys[i], v, &why))
+			report(ctx, keys[i].env, 0, NULL, v, why);
+	}
+}
+
+void bs_config_load(struct bs_config *c, bs_config_getenv_fn get,
+		    bs_config_report_fn report, void *ctx)
+{
+	bs_config_defaults(c);
+	const char *path = get("BACKOFFSHIM_CONFIG");
+	if (path && *path)
+		bs_config_load_file(c, path, report, ctx);
+	else if (access(BS_DEFAULT_CONFIG, F_OK) == 0)
+		bs_config_load_file(c, BS_DEFAULT_CONFIG, report, ctx);
+	bs_config_load_env(c, get, report, ctx);
+}

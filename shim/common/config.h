@@ -1,0 +1,78 @@
+/*
+ * config: built-in defaults, then an INI file, then BACKOFFSHIM_* variables,
+ * folded into one immutable struct.
+ *
+ * Promise: never aborts, exits or prints by itself. Each bad input (unknown
+ * section or key, garbage, out-of-range, NaN, over-long line, unreadable
+ * file, binary junk) is passed to the caller's report function once, naming
+ * where it came from (file:line or the variable), the key and why; that value
+ * is ignored and the previous one stays. Runs at start-up, not on the
+ * interposed path, so it may use stdio and the heap (freed before return).
+ */
+#ifndef BS_CONFIG_H
+#define BS_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+#define BS_DEFAULT_CONFIG "/etc/backoffshim.ini"
+#define BS_ERRSET_WORDS 3 /* errno values 0..191 */
+
+struct bs_config {
+	struct bs_policy policy;
+	uint32_t max_attempts;   /* per connect() call; 0 = unlimited */
+	uint64_t max_elapsed;    /* ns per connect() call; 0 = unlimited */
+	uint64_t retry_on[BS_ERRSET_WORDS];
+	int unix_sockets;        /* act on AF_UNIX too */
+	int disable;
+	int log_level;           /* enum bs_level */
+	char log_file[256];      /* "" = stderr */
+	uint64_t seed;
+	int seed_set;
+};
+
+/* One problem. origin is a path or a variable name; line is 0 for
+ * variables and file-level problems; key/value may be NULL. */
+typedef void (*bs_config_report_fn)(void *ctx, const char *origin, unsigned line,
+				     const char *key, const char *value,
+				     const char *why);
+
+/* Looks up a variable; the shim passes secure_getenv, tests pass a fake. */
+typedef const char *(*bs_config_getenv_fn)(const char *name);
+
+void bs_config_defaults(struct bs_config *c);
+
+/* Apply one setting. section is "backoff" or "log" for the INI file, NULL
+ * for a variable-style name (key then is e.g. "jitter" or "log_file").
+ * Returns 0, or -1 with *why set to a reason (a static string). */
+int bs_config_set(struct bs_config *c, const char *section, const char *key,
+		  const char *value, const char **why);
+
+/* Parse an INI file's text (may hold NULs and junk). */
+void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *text,
+			 size_t len, bs_config_report_fn report, void *ctx);
+
+/* Read and parse a file; reports if it cannot be read. Returns 0 if read. */
+int bs_config_load_file(struct bs_config *c, const char *path,
+			bs_config_report_fn report, void *ctx);
+
+/* Apply every BACKOFFSHIM_* variable known. */
+void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
+			bs_config_report_fn report, void *ctx);
+
+/* Everything, in precedence order: defaults, file, environment. */
+void bs_config_load(struct bs_config *c, bs_config_getenv_fn get,
+		    bs_config_report_fn report, void *ctx);
+
+int bs_config_retries(const struct bs_config *c, int err);
+
+/* Value parsers, exposed for tests. Each returns 0 or -1 with *why. */
+int bs_parse_duration(const char *s, uint64_t *ns, const char **why);
+int bs_parse_number(const char *s, double *out, const char **why);
+int bs_parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
+int bs_parse_bool(const char *s, int *out, const char **why);
+int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **why);
+
+#endif

@@ -1,0 +1,219 @@
+/* config value parsers: locale-independent, reject NaN/inf/negatives/junk. */
+#include "config.h"
+#include "errname.h"
+
+#include <string.h>
+
+#define MAX_DURATION (30ull * 24 * 3600 * BS_NS_PER_SEC) /* 30 days */
+
+static const char *skip_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+/* Trailing white space is allowed; anything else is junk. */
+static int only_ws(const char *s)
+{
+	return *skip_ws(s) == '\0';
+}
+
+/* Decimal "123" or "1.25": integer part and up to 9 fraction digits, as a
+ * value scaled by 1e9. Sets *end past the digits. */
+static int parse_fixed9(const char *s, uint64_t *out, const char **end,
+			const char **why)
+{
+	uint64_t ip = 0, fp = 0;
+	int nd = 0, nf = 0;
+	while (*s >= '0' && *s <= '9') {
+		if (ip >= 1000000000ull) { /* keeps ip * 1e9 below 2^64 */
+			*why = "too large";
+			return -1;
+		}
+		ip = ip * 10 + (uint64_t)(*s++ - '0');
+		nd++;
+	}
+	if (*s == '.') {
+		s++;
+		while (*s >= '0' && *s <= '9') {
+			if (nf < 9) {
+				fp = fp * 10 + (uint64_t)(*s - '0');
+				nf++;
+			}
+			s++;
+			nd++;
+		}
+	}
+	if (nd == 0) {
+		*why = "not a number";
+		return -1;
+	}
+	for (int i = nf; i < 9; i++)
+		fp *= 10;
+	*out = ip * BS_NS_PER_SEC + fp;
+	*end = s;
+	return 0;
+}
+
+int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
+{
+	static const struct {
+		const char *unit;
+		uint64_t num, den; /* ns per unit = num / den, applied to 1e9-scaled */
+	} units[] = {
+		{"ns", 1, BS_NS_PER_SEC}, {"us", 1, 1000000}, {"ms", 1, 1000},
+		{"s", 1, 1}, {"m", 60, 1}, {"min", 60, 1}, {"h", 3600, 1},
+	};
+	uint64_t v;
+	const char *end;
+	s = skip_ws(s);
+	if (*s == '-') {
+		*why = "must not be negative";
+		return -1;
+	}
+	if (parse_fixed9(s, &v, &end, why))
+		return -1;
+	end = skip_ws(end);
+	size_t ulen = 0;
+	while ((end[ulen] >= 'a' && end[ulen] <= 'z') || (end[ulen] >= 'A' && end[ulen] <= 'Z'))
+		ulen++;
+	uint64_t num = 1, den = 1;
+	if (ulen) {
+		size_t i;
+		for (i = 0; i < sizeof units / sizeof units[0]; i++)
+			if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
+				break;
+		if (i == sizeof units / sizeof units[0]) {
+			*why = "unknown unit (use ms, s, m or h)";
+			return -1;
+		}
+		num = units[i].num;
+		den = units[i].den;
+	}
+	if (!only_ws(end + ulen)) {
+		*why = "not a duration (e.g. 250ms, 1.5s, 2m)";
+		return -1;
+	}
+	/* v is seconds * 1e9 scaled; v * num / den ns. Bound before multiplying. */
+	if (v / den > MAX_DURATION / num) {
+		*why = "too large (at most 30 days)";
+		return -1;
+	}
+	*ns = v / den * num + (v % den) * num / den;
+	return 0;
+}
+
+int bs_parse_number(const char *s, double *out, const char **why)
+{
+	uint64_t v;
+	const char *end;
+	s = skip_ws(s);
+	if (*s == '-') {
+		*why = "must not be negative";
+		return -1;
+	}
+	if (*s == '+')
+		s++;
+	if (parse_fixed9(s, &v, &end, why))
+		return -1;
+	if (!only_ws(end)) {
+		*why = "not a number";
+		return -1;
+	}
+	*out = (double)(v / BS_NS_PER_SEC) + (double)(v % BS_NS_PER_SEC) / 1e9;
+	return 0;
+}
+
+int bs_parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why)
+{
+	uint64_t v = 0;
+	int nd = 0;
+	s = skip_ws(s);
+	if (*s == '-') {
+		*why = "must not be negative";
+		return -1;
+	}
+	while (*s >= '0' && *s <= '9') {
+		unsigned d = (unsigned)(*s++ - '0');
+		if (v > (max - d) / 10) {
+			*why = "too large";
+			return -1;
+		}
+		v = v * 10 + d;
+		nd++;
+	}
+	if (nd == 0 || !only_ws(s)) {
+		*why = "not a whole number";
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int word_is(const char *s, size_t n, const char *w)
+{
+	if (strlen(w) != n)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c != w[i])
+			return 0;
+	}
+	return 1;
+}
+
+int bs_parse_bool(const char *s, int *out, const char **why)
+{
+	static const char *yes[] = {"1", "on", "true", "yes"};
+	static const char *no[] = {"0", "off", "false", "no"};
+	s = skip_ws(s);
+	size_t n = 0;
+	while (s[n] && s[n] != ' ' && s[n] != '\t')
+		n++;
+	if (only_ws(s + n)) {
+		for (int i = 0; i < 4; i++) {
+			if (word_is(s, n, yes[i])) {
+				*out = 1;
+				return 0;
+			}
+			if (word_is(s, n, no[i])) {
+				*out = 0;
+				return 0;
+			}
+		}
+	}
+	*why = "not on/off (or true/false, yes/no, 1/0)";
+	return -1;
+}
+
+int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **why)
+{
+	uint64_t tmp[BS_ERRSET_WORDS] = {0};
+	int any = 0;
+	while (*s) {
+		while (*s == ' ' || *s == '\t' || *s == ',')
+			s++;
+		if (!*s)
+			break;
+		unsigned n = 0;
+		while (s[n] && s[n] != ' ' && s[n] != '\t' && s[n] != ',')
+			n++;
+		int e = bs_errno_from_name(s, n);
+		if (e <= 0 || e >= 64 * BS_ERRSET_WORDS) {
+			*why = "unknown errno name (use names like ECONNREFUSED)";
+			return -1;
+		}
+		tmp[e / 64] |= 1ull << (e % 64);
+		any = 1;
+		s += n;
+	}
+	if (!any) {
+		*why = "empty list";
+		return -1;
+	}
+	memcpy(set, tmp, sizeof tmp);
+	return 0;
+}

@@ -1,0 +1,84 @@
+/* log: async-signal-safe line logger. See log.h. */
+#include "log.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+static enum bs_level g_level = BS_LOG_INFO;
+static int g_fd = -1;
+
+void bs_log_setup(enum bs_level level, int fd)
+{
+	g_level = level;
+	g_fd = fd;
+}
+
+int bs_log_enabled(enum bs_level level)
+{
+	return level != BS_LOG_OFF && level <= g_level;
+}
+
+void bs_line_mem(struct bs_line *l, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && l->n < BS_LINE_MAX - 1; i++)
+		l->buf[l->n++] = s[i];
+}
+
+void bs_line_str(struct bs_line *l, const char *s)
+{
+	while (*s && l->n < BS_LINE_MAX - 1)
+		l->buf[l->n++] = *s++;
+}
+
+void bs_line_u64(struct bs_line *l, uint64_t v)
+{
+	char t[24];
+	size_t i = 0;
+	do {
+		t[i++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (i && l->n < BS_LINE_MAX - 1)
+		l->buf[l->n++] = t[--i];
+}
+
+void bs_line_dur(struct bs_line *l, uint64_t ns)
+{
+	if (ns < 1000000000ull) {
+		bs_line_u64(l, (ns + 500000) / 1000000);
+		bs_line_str(l, "ms");
+		return;
+	}
+	uint64_t cs = (ns + 5000000) / 10000000; /* centiseconds, rounded */
+	bs_line_u64(l, cs / 100);
+	bs_line_str(l, ".");
+	bs_line_u64(l, cs / 10 % 10);
+	bs_line_u64(l, cs % 10);
+	bs_line_str(l, "s");
+}
+
+void bs_line_start(struct bs_line *l)
+{
+	l->n = 0;
+	bs_line_str(l, "backoffshim[");
+	bs_line_u64(l, (uint64_t)getpid());
+	bs_line_str(l, "]: ");
+}
+
+void bs_line_emit_fd(struct bs_line *l, int fd)
+{
+	int saved = errno;
+	l->buf[l->n++] = '\n'; /* room is always kept for it */
+	ssize_t r;
+	do
+		r = write(fd, l->buf, l->n);
+	while (r < 0 && errno == EINTR);
+	l->n--;
+	errno = saved;
+}
+
+void bs_line_emit(struct bs_line *l, enum bs_level level)
+{
+	if (bs_log_enabled(level))
+		bs_line_emit_fd(l, g_fd >= 0 ? g_fd : 2);
+}

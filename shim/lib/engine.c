@@ -1,0 +1,313 @@
+/*
+ * engine: the retry loop for a blocking connect() to a failing destination.
+ *
+ * Fast path: one table lookup; a destination with no failures is connected
+ * exactly as without the shim. Only a retryable failure (or a destination
+ * already in backoff) leads into the loop below, which waits for the
+ * destination's next allowed time, lets one caller per destination probe
+ * (single flight), and publishes each outcome to every waiter.
+ */
+#include "addr.h"
+#include "clock.h"
+#include "errname.h"
+#include "log.h"
+#include "policy.h"
+#include "real.h"
+#include "shim.h"
+#include "sock.h"
+
+#include <errno.h>
+
+#define PROBE_GRACE (1 * BS_NS_PER_SEC)
+
+struct call {
+	const struct bs_config *cfg;
+	int fd;
+	const struct sockaddr *addr;
+	socklen_t len;
+	uint64_t key;
+	struct bs_entry *e;
+	uint64_t start, budget_end, prog_end;
+	struct timeval prog_tv;
+	int prog_has_tv;
+	uint32_t tid;
+	uint32_t attempts;  /* failed rounds this call lived through */
+	uint32_t seen_fail; /* destination's failure count last seen */
+	int last_err;
+};
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static void line_dest(struct bs_line *l, const struct call *c)
+{
+	char name[128];
+	bs_addr_format(c->addr, c->len, name, sizeof name);
+	bs_line_str(l, "connect ");
+	bs_line_str(l, name);
+	bs_line_str(l, ": ");
+}
+
+static void log_wait(const struct call *c, int err, uint32_t failures, uint64_t wait)
+{
+	if (!bs_log_enabled(BS_LOG_INFO))
+		return;
+	struct bs_line l;
+	bs_line_start(&l);
+	line_dest(&l, c);
+	bs_line_str(&l, bs_errno_msg(err));
+	bs_line_str(&l, " (attempt ");
+	bs_line_u64(&l, failures);
+	bs_line_str(&l, "), next attempt in ");
+	bs_line_dur(&l, wait);
+	bs_line_emit(&l, BS_LOG_INFO);
+}
+
+static int give_up(const struct call *c, const char *why)
+{
+	int err = c->last_err ? c->last_err : ECONNREFUSED;
+	if (bs_log_enabled(BS_LOG_ERROR)) {
+		struct bs_line l;
+		bs_line_start(&l);
+		line_dest(&l, c);
+		bs_line_str(&l, "giving up after ");
+		bs_line_u64(&l, c->attempts);
+		bs_line_str(&l, c->attempts == 1 ? " attempt in " : " attempts in ");
+		bs_line_dur(&l, bs_now() - c->start);
+		bs_line_str(&l, " (");
+		bs_line_str(&l, why);
+		bs_line_str(&l, "): ");
+		bs_line_str(&l, bs_errno_msg(err));
+		bs_line_emit(&l, BS_LOG_ERROR);
+	}
+	errno = err;
+	return -1;
+}
+
+static void log_connected(const struct call *c, uint32_t cleared)
+{
+	if (!cleared || !bs_log_enabled(BS_LOG_INFO))
+		return;
+	struct bs_line l;
+	bs_line_start(&l);
+	line_dest(&l, c);
+	bs_line_str(&l, "connected after ");
+	bs_line_u64(&l, cleared);
+	bs_line_str(&l, cleared == 1 ? " failed attempt" : " failed attempts");
+	bs_line_emit(&l, BS_LOG_INFO);
+}
+
+/* Announce a change of the entry to everyone waiting on it. */
+static void publish(struct bs_entry *e)
+{
+	bs_entry_bump(e);
+	bs_wake((const uint32_t *)&e->seq);
+}
+
+/* Record a failed attempt that started at `t0` on state `seen`. The wait
+ * that follows is drawn here; the caller that wins the race logs it. */
+static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
+			   uint64_t delay, int err)
+{
+	uint32_t f = bs_state_failures(seen) + 1;
+	uint64_t now = bs_now();
+	c->last_err = err;
+	uint64_t next = t0 + delay;
+	if (bs_entry_fail(c->e, seen, next, f, err, now)) {
+		/* When this failure ends the call's budget, the give-up line
+		 * says so instead of announcing a wait that will not happen. */
+		int last = (c->cfg->max_attempts && c->attempts + 1 >= c->cfg->max_attempts) ||
+			   next >= c->budget_end || next >= c->prog_end;
+		if (!last)
+			log_wait(c, err, f, next > now ? next - now : 0);
+		publish(c->e);
+	}
+}
+
+/* Sleep on the entry until `until`, unless its state moves first. Returns
+ * EINTR if a signal should end the call. */
+static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
+{
+	uint32_t seq = atomic_load(&c->e->seq);
+	if (atomic_load(&c->e->state) != seen_state)
+		return 0;
+	if (bs_wait((const uint32_t *)&c->e->seq, seq, until) == EINTR &&
+	    bs_intr_returns_eintr(c->prog_has_tv))
+		return EINTR;
+	return 0;
+}
+
+/* Our probe: the attempt itself, then the outcome published. */
+static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, int *done)
+{
+	uint32_t f = bs_state_failures(s);
+	uint64_t delay = bs_policy_delay(&c->cfg->policy, f + 1,
+					 bs_policy_unit(bs_random()));
+	uint64_t shim_end = now + bs_policy_attempt_timeout(&c->cfg->policy, delay);
+	uint64_t end = min64(shim_end, min64(c->budget_end, c->prog_end));
+	int err = 0;
+	enum bs_attempt r = bs_sock_attempt(c->fd, c->addr, c->len, end,
+					    end == c->prog_end && end < shim_end,
+					    &c->prog_tv, c->prog_has_tv, &err);
+	*done = 1;
+	switch (r) {
+	case BS_ATT_OK:
+		log_connected(c, bs_entry_ok(c->e));
+		bs_probe_release(c->e, mine);
+		publish(c->e);
+		return 0;
+	case BS_ATT_PROG_TIMEOUT:
+	case BS_ATT_EINTR:
+		bs_probe_release(c->e, mine);
+		publish(c->e);
+		errno = r == BS_ATT_EINTR ? EINTR : EINPROGRESS;
+		return -1;
+	case BS_ATT_CUT:
+		err = ETIMEDOUT;
+		/* fall through */
+	case BS_ATT_FAIL:
+		if (!bs_config_retries(c->cfg, err)) {
+			bs_probe_release(c->e, mine);
+			publish(c->e);
+			errno = err;
+			return -1;
+		}
+		record_failure(c, s, now, delay, err);
+		bs_probe_release(c->e, mine);
+		publish(c->e);
+		*done = 0;
+		return -1;
+	}
+	return -1;
+}
+
+static int retry_loop(struct call *c)
+{
+	for (;;) {
+		if (!bs_table_owns(bs_tab(), c->e, c->key)) {
+			c->e = bs_table_claim(bs_tab(), c->key, bs_now(),
+					      c->cfg->policy.max_backoff);
+			if (!c->e) /* table full of live entries: go untracked */
+				return give_up(c, "destination table full");
+		}
+		uint64_t s = atomic_load(&c->e->state);
+		uint32_t f = bs_state_failures(s);
+		uint32_t prev = f < c->seen_fail ? 0 : c->seen_fail;
+		c->attempts += f - prev;
+		c->seen_fail = f;
+		uint64_t now = bs_now();
+		if (c->cfg->max_attempts && c->attempts >= c->cfg->max_attempts)
+			return give_up(c, "max_attempts reached");
+		if (now >= c->budget_end)
+			return give_up(c, "max_elapsed reached");
+		if (now >= c->prog_end)
+			return give_up(c, "the program's SO_SNDTIMEO expired");
+
+		if (f == 0) {
+			/* Healthy again (someone else got through): a plain
+			 * connect, exactly as on the fast path. */
+			if (bs_real_connect(c->fd, c->addr, c->len) == 0)
+				return 0;
+			int err = errno;
+			if (!bs_config_retries(c->cfg, err))
+				return -1;
+			record_failure(c, s, now, bs_policy_delay(&c->cfg->policy, 1, 0.0), err);
+			continue;
+		}
+		if (f != prev || !c->last_err)
+			c->last_err = (int)atomic_load(&c->e->last_err);
+
+		uint64_t next = bs_state_next_at(s);
+		if (now < next) {
+			if (next >= c->budget_end)
+				return give_up(c, "next attempt is past max_elapsed");
+			if (next >= c->prog_end)
+				return give_up(c, "next attempt is past the program's SO_SNDTIMEO");
+			if (wait_on(c, s, next) == EINTR) {
+				errno = EINTR;
+				return -1;
+			}
+			continue;
+		}
+
+		uint64_t p = atomic_load(&c->e->probe);
+		if (p && bs_probe_stale_at(p) > now && bs_probe_tid(p) != c->tid &&
+		    bs_thread_alive(bs_probe_tid(p))) {
+			if (wait_on(c, s, min64(bs_probe_stale_at(p),
+						min64(c->budget_end, c->prog_end))) == EINTR) {
+				errno = EINTR;
+				return -1;
+			}
+			continue;
+		}
+		uint64_t mine = bs_probe_make(now + c->cfg->policy.min_connect_timeout +
+						      2 * c->cfg->policy.max_backoff + PROBE_GRACE,
+					      c->tid);
+		if (!bs_probe_take(c->e, p, mine))
+			continue;
+		if (atomic_load(&c->e->state) != s) {
+			bs_probe_release(c->e, mine);
+			continue;
+		}
+		int done, r = probe(c, s, now, mine, &done);
+		if (done)
+			return r;
+	}
+}
+
+int bs_engine_connect(const struct bs_config *cfg, int fd,
+		      const struct sockaddr *addr, socklen_t len, uint64_t key)
+{
+	int saved = errno;
+	struct bs_table *t = bs_tab();
+	struct bs_entry *e = bs_table_find(t, key);
+	uint64_t s = e ? atomic_load_explicit(&e->state, memory_order_acquire) : 0;
+	uint64_t t0 = 0;
+	int err = 0;
+
+	if (bs_state_failures(s) == 0) {
+		t0 = bs_now();
+		int r = bs_real_connect(fd, addr, len);
+		if (r == 0)
+			return 0; /* errno untouched by a successful call */
+		err = errno;
+		if (!bs_config_retries(cfg, err) || !bs_sock_is_blocking_stream(fd)) {
+			errno = err;
+			return -1;
+		}
+	} else if (!bs_sock_is_blocking_stream(fd)) {
+		errno = saved;
+		return bs_real_connect(fd, addr, len);
+	}
+
+	struct call c = {
+		.cfg = cfg, .fd = fd, .addr = addr, .len = len, .key = key,
+		.tid = bs_gettid(), .budget_end = BS_NEVER, .prog_end = BS_NEVER,
+	};
+	c.start = t0 ? t0 : bs_now();
+	if (cfg->max_elapsed)
+		c.budget_end = c.start + cfg->max_elapsed;
+	c.prog_has_tv = bs_sock_sndtimeo(fd, &c.prog_tv);
+	if (c.prog_has_tv)
+		c.prog_end = c.start + (uint64_t)c.prog_tv.tv_sec * BS_NS_PER_SEC +
+			     (uint64_t)c.prog_tv.tv_usec * 1000;
+
+	c.e = e ? e : bs_table_claim(t, key, c.start, cfg->policy.max_backoff);
+	if (!c.e) {
+		errno = err ? err : saved;
+		return err ? -1 : bs_real_connect(fd, addr, len);
+	}
+	if (err) {
+		/* The plain attempt failed: that is failure number one. */
+		record_failure(&c, s, t0, bs_policy_delay(&cfg->policy, 1, 0.0), err);
+	} else {
+		c.last_err = (int)atomic_load(&c.e->last_err);
+	}
+	c.seen_fail = err ? bs_state_failures(s) : bs_state_failures(atomic_load(&c.e->state));
+	int r = retry_loop(&c);
+	if (r == 0)
+		errno = saved;
+	return r;
+}

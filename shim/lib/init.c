@@ -1,0 +1,155 @@
+/* init: constructor, config loading and process-wide state. See shim.h. */
+#include "shim.h"
+#include "log.h"
+#include "real.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
+
+static _Atomic int g_state;
+static struct bs_config g_cfg;
+static struct bs_table g_table;
+static uint64_t g_seed;
+static _Atomic uint64_t g_draws;
+
+/* Config problems are held until the log level is known, then printed. */
+#define MAX_PROBLEMS 16
+static struct bs_line g_problems[MAX_PROBLEMS];
+static unsigned g_nproblems;
+
+static const char *get_env(const char *name)
+{
+	return secure_getenv(name);
+}
+
+static void put_printable(struct bs_line *l, const char *s, size_t max)
+{
+	size_t i;
+	for (i = 0; s[i] && i < max; i++) {
+		char c = s[i];
+		bs_line_mem(l, (unsigned char)c < 0x20 || (unsigned char)c > 0x7e ? "?" : &c, 1);
+	}
+	if (s[i])
+		bs_line_str(l, "...");
+}
+
+static void report(void *ctx, const char *origin, unsigned line, const char *key,
+		   const char *value, const char *why)
+{
+	(void)ctx;
+	if (g_nproblems >= MAX_PROBLEMS) {
+		g_nproblems++;
+		return;
+	}
+	struct bs_line *l = &g_problems[g_nproblems++];
+	bs_line_start(l);
+	bs_line_str(l, "config: ");
+	put_printable(l, origin, 200);
+	if (line) {
+		bs_line_str(l, ":");
+		bs_line_u64(l, line);
+	}
+	bs_line_str(l, ": ");
+	if (key) {
+		put_printable(l, key, 40);
+		bs_line_str(l, ": ");
+	}
+	if (value) {
+		bs_line_str(l, "\"");
+		put_printable(l, value, 40);
+		bs_line_str(l, "\" ");
+	}
+	bs_line_str(l, why);
+	bs_line_str(l, "; ignored");
+}
+
+static void open_log(void)
+{
+	int fd = -1;
+	if (g_cfg.log_file[0]) {
+		fd = open(g_cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, g_cfg.log_file,
+			       "cannot open for appending, logging to stderr");
+	}
+	bs_log_setup((enum bs_level)g_cfg.log_level, fd);
+}
+
+static void init(void)
+{
+	int expect = ST_NONE;
+	if (!atomic_compare_exchange_strong(&g_state, &expect, ST_BUSY))
+		return;
+	int saved = errno;
+	bs_real_resolve_all();
+	const char *dis = get_env("BACKOFFSHIM_DISABLE");
+	int off = 0;
+	const char *why;
+	if (dis && bs_parse_bool(dis, &off, &why) == 0 && off) {
+		atomic_store(&g_state, ST_OFF);
+		errno = saved;
+		return;
+	}
+	bs_config_load(&g_cfg, get_env, report, NULL);
+	open_log();
+	if (g_cfg.log_level != BS_LOG_OFF) {
+		unsigned n = g_nproblems < MAX_PROBLEMS ? g_nproblems : MAX_PROBLEMS;
+		for (unsigned i = 0; i < n; i++)
+			bs_line_emit_fd(&g_problems[i], 2);
+		if (g_nproblems > MAX_PROBLEMS) {
+			struct bs_line l;
+			bs_line_start(&l);
+			bs_line_str(&l, "config: ");
+			bs_line_u64(&l, g_nproblems - MAX_PROBLEMS);
+			bs_line_str(&l, " more problems not shown");
+			bs_line_emit_fd(&l, 2);
+		}
+	}
+	if (g_cfg.seed_set) {
+		g_seed = g_cfg.seed;
+	} else {
+		uint64_t r[2] = {0, 0};
+		const void *at = (const void *)getauxval(AT_RANDOM);
+		if (at)
+			memcpy(r, at, sizeof r);
+		g_seed = r[0] ^ bs_mix64(r[1] ^ (uint64_t)getpid());
+	}
+	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
+	errno = saved;
+}
+
+__attribute__((constructor)) static void bs_constructor(void)
+{
+	init();
+}
+
+const struct bs_config *bs_active(void)
+{
+	int s = atomic_load_explicit(&g_state, memory_order_acquire);
+	if (s == ST_READY)
+		return &g_cfg;
+	if (s == ST_NONE) {
+		init(); /* a call before the constructor */
+		if (atomic_load(&g_state) == ST_READY)
+			return &g_cfg;
+	}
+	return NULL;
+}
+
+struct bs_table *bs_tab(void)
+{
+	return &g_table;
+}
+
+uint64_t bs_random(void)
+{
+	uint64_t k = atomic_fetch_add_explicit(&g_draws, 1, memory_order_relaxed);
+	return bs_mix64(g_seed + k * BS_GOLDEN);
+}
