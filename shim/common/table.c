@@ -11,7 +11,7 @@ static unsigned bucket_of(uint64_t key)
 
 uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures)
 {
-	uint64_t ms = (next_at_ns + BS_NS_PER_MS - 1) / BS_NS_PER_MS;
+	uint64_t ms = next_at_ns / BS_NS_PER_MS + (next_at_ns % BS_NS_PER_MS != 0);
 	if (ms >= (1ull << (64 - BS_FAIL_BITS)))
 		ms = (1ull << (64 - BS_FAIL_BITS)) - 1;
 	if (failures > BS_FAIL_MAX)

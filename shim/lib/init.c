@@ -48,6 +48,8 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 		g_nproblems++;
 		return;
 	}
+	/* "config: FILE:LINE: key = "value": why; value ignored" or
+	 * "config: BACKOFFSHIM_X="value": why; value ignored" */
 	struct bs_line *l = &g_problems[g_nproblems++];
 	bs_line_start(l);
 	bs_line_str(l, "config: ");
@@ -56,18 +58,22 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 		bs_line_str(l, ":");
 		bs_line_u64(l, line);
 	}
-	bs_line_str(l, ": ");
 	if (key) {
+		bs_line_str(l, ": ");
 		put_printable(l, key, 40);
+		bs_line_str(l, " = ");
+	} else if (value && !line) {
+		bs_line_str(l, "=");
+	} else {
 		bs_line_str(l, ": ");
 	}
 	if (value) {
 		bs_line_str(l, "\"");
 		put_printable(l, value, 40);
-		bs_line_str(l, "\" ");
+		bs_line_str(l, "\": ");
 	}
 	bs_line_str(l, why);
-	bs_line_str(l, "; ignored");
+	bs_line_str(l, value ? "; value ignored" : line ? "; line ignored" : "; ignored");
 }
 
 static void open_log(void)

@@ -1,0 +1,333 @@
+"""Helpers for backoffshim's integration tests.
+
+Everything here talks only to loopback (127.0.0.1 / ::1). Every wait has a
+bound in time; every loop a bound in count. Attempts are observed from the
+outside: a raw AF_PACKET socket on `lo` sees each SYN the client sends, and
+real listeners record their accepts.
+"""
+import os
+import random
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.path.join(ROOT, "build")
+SO = os.path.join(BUILD, "libbackoffshim.so")
+PROGS = os.path.join(BUILD, "progs")
+
+# The scaled-down schedule the tests use (seconds).
+INITIAL, MULT, JITTER, MAXB = 0.05, 1.6, 0.2, 0.4
+SLACK = 0.03
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def prog(name):
+    return os.path.join(PROGS, name)
+
+
+def free_port():
+    """A port below the ephemeral range (a tight loop to a dead port inside
+    it can connect to itself) that is free on 127.0.0.1 and ::1."""
+    rnd = random.Random(os.getpid() ^ int(time.monotonic() * 1e6))
+    for _ in range(200):
+        port = rnd.randrange(20000, 32000)
+        try:
+            for fam, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+                with socket.socket(fam, socket.SOCK_STREAM) as s:
+                    s.bind((host, port))
+            return port
+        except OSError:
+            continue
+    raise TestFailure("no free port found")
+
+
+def base_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("BACKOFFSHIM_") and k != "LD_PRELOAD"}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def shim_env(**extra):
+    """Environment that preloads the shim with the scaled schedule."""
+    env = base_env(
+        LD_PRELOAD=SO,
+        BACKOFFSHIM_CONFIG="/dev/null",
+        BACKOFFSHIM_INITIAL_BACKOFF="50ms",
+        BACKOFFSHIM_MULTIPLIER="1.6",
+        BACKOFFSHIM_JITTER="0.2",
+        BACKOFFSHIM_MAX_BACKOFF="400ms",
+        BACKOFFSHIM_MIN_CONNECT_TIMEOUT="1s",
+        BACKOFFSHIM_MAX_ELAPSED="20s",
+        BACKOFFSHIM_SEED="42",
+    )
+    for k, v in extra.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = str(v)
+    return env
+
+
+class SynSniffer:
+    """Records the time of every SYN (without ACK) sent to `port` on lo."""
+
+    def __init__(self, port):
+        self.port = port
+        self.times = []
+        self.cond = threading.Condition()
+        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        self.sock.bind(("lo", 0))
+        self.sock.settimeout(0.05)
+        self.stop = False
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        # Readiness is an event too: send SYNs to a dead marker port until
+        # the observer reports one (the capture hook was seen to miss the
+        # very first packets now and then).
+        for _ in range(40):
+            with socket.socket() as m:
+                m.setblocking(False)
+                m.connect_ex(("127.0.0.1", self.MARKER))
+            if self.ready.wait(0.05):
+                break
+        else:
+            raise TestFailure("SYN observer on lo never became ready")
+
+    MARKER = 1  # tcpmux: nothing listens there; a SYN to it is just refused
+
+    def _syn_dport(self, data):
+        eth_type = struct.unpack("!H", data[12:14])[0]
+        p = data[14:]
+        if eth_type == 0x0800 and len(p) >= 20 and p[9] == 6:
+            tcp = p[(p[0] & 0xF) * 4:]
+        elif eth_type == 0x86DD and len(p) >= 40 and p[6] == 6:
+            tcp = p[40:]
+        else:
+            return None
+        if len(tcp) < 14:
+            return None
+        flags = tcp[13]
+        if flags & 0x02 and not flags & 0x10:
+            return struct.unpack("!H", tcp[2:4])[0]
+        return None
+
+    def _run(self):
+        while not self.stop:
+            try:
+                data, addr = self.sock.recvfrom(256)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if addr[2] != socket.PACKET_HOST:  # lo shows each packet twice
+                continue
+            dport = self._syn_dport(data)
+            if dport == self.MARKER:
+                self.ready.set()
+            elif dport == self.port:
+                with self.cond:
+                    self.times.append(time.monotonic())
+                    self.cond.notify_all()
+
+    def wait_for(self, n, timeout):
+        """Block until n SYNs were seen (or timeout); returns the count."""
+        end = time.monotonic() + timeout
+        with self.cond:
+            while len(self.times) < n:
+                left = end - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(left)
+            return len(self.times)
+
+    def gaps(self):
+        with self.cond:
+            t = list(self.times)
+        return [b - a for a, b in zip(t, t[1:])]
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+class Server:
+    """A real TCP listener that greets each client; start() it when wanted."""
+
+    def __init__(self, port, host="127.0.0.1", greeting=b"hello from server\n"):
+        self.port, self.host, self.greeting = port, host, greeting
+        self.accepts = []
+        self.sock = None
+        self.stop = False
+        self.thread = None
+
+    def start(self):
+        fam = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((self.host, self.port))
+        s.listen(64)
+        s.settimeout(0.05)
+        self.sock = s
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self):
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.accepts.append(time.monotonic())
+            try:
+                c.sendall(self.greeting)
+            except OSError:
+                pass
+            c.close()
+
+    def close(self):
+        self.stop = True
+        if self.thread:
+            self.thread.join(2)
+        if self.sock:
+            self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+def spawn(cmd, env, **kw):
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, **kw)
+
+
+def finish(p, timeout):
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise TestFailure("timed out after %.0fs; stderr: %s" % (timeout, err[-500:]))
+    return p.returncode, out, err
+
+
+def run(cmd, env, timeout=20):
+    return finish(spawn(cmd, env), timeout)
+
+
+def expected_waits(n):
+    """Un-jittered waits after failures 1..n of the scaled schedule."""
+    out, b = [], INITIAL
+    for i in range(n):
+        if i == 0:
+            out.append(INITIAL)
+        else:
+            b = min(b * MULT, MAXB)
+            out.append(b)
+    return out
+
+
+def check_gaps(gaps, what=""):
+    """gRPC interop bounds: the first gap is INITIAL exactly, each later gap
+    within [0.8e - slack, 1.2e + slack]."""
+    check(gaps, "no gaps observed %s" % what)
+    exp = expected_waits(len(gaps))
+    for i, (g, e) in enumerate(zip(gaps, exp)):
+        lo = (e if i == 0 else (1 - JITTER) * e) - SLACK
+        hi = (e if i == 0 else (1 + JITTER) * e) + SLACK
+        check(lo <= g <= hi, "%s gap %d = %.3fs outside [%.3f, %.3f] (all: %s)" % (
+            what, i + 1, g, lo, hi, ", ".join("%.3f" % x for x in gaps)))
+
+
+def late_server_run(cmd, env, port, host="127.0.0.1", syns_before=4, timeout=15):
+    """Start cmd, let it fail `syns_before` times against a dead port (seen
+    on the wire), then start the server. Returns (rc, out, err, gaps)."""
+    with SynSniffer(port) as sn:
+        p = spawn(cmd, env)
+        seen = sn.wait_for(syns_before, timeout=5)
+        if seen < syns_before:
+            p.kill()
+            _, out, err = finish(p, 5)
+            raise TestFailure("only %d SYNs before the server started; out=%r err=%r"
+                              % (seen, out, err[-400:]))
+        gaps = sn.gaps()[:syns_before - 1]
+        with Server(port, host).start():
+            rc, out, err = finish(p, timeout)
+    return rc, out, err, gaps
+
+
+class LineReader:
+    """Reads a process's stdout line by line in a thread, so a test can wait
+    for a line (an event) with a time bound."""
+
+    def __init__(self, p):
+        self.p = p
+        self.lines = []
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        for line in self.p.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.lines.append(None)
+            self.cond.notify_all()
+
+    def wait_for(self, pred, timeout):
+        end = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for ln in self.lines:
+                    if ln is not None and pred(ln):
+                        return ln
+                left = end - time.monotonic()
+                if left <= 0 or (self.lines and self.lines[-1] is None):
+                    return None
+                self.cond.wait(left)
+
+    def finish(self, timeout):
+        try:
+            self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise TestFailure("timed out; output so far: %r" % self.lines)
+        self.thread.join(2)
+        err = self.p.stderr.read()
+        return self.p.returncode, [l for l in self.lines if l is not None], err
+
+
+def ms_of(line):
+    """'fail errno=X ms=123' -> 123"""
+    for part in line.split():
+        if part.startswith("ms="):
+            return int(part[3:])
+    raise TestFailure("no ms= in %r" % line)

@@ -1,0 +1,83 @@
+"""The budget of one connect() call, SO_SNDTIMEO, signals (issue #2)."""
+import time
+
+from lib import (LineReader, Server, SynSniffer, check, check_gaps, free_port, ms_of,
+                 prog, run, shim_env, spawn, SLACK)
+
+
+def test_max_attempts_counts_real_attempts():
+    port = free_port()
+    with SynSniffer(port) as sn:
+        rc, out, err = run([prog("conntest"), "127.0.0.1", str(port)],
+                           shim_env(BACKOFFSHIM_MAX_ATTEMPTS=3))
+        check(rc == 1, "rc=%d out=%r" % (rc, out))
+        check(out.startswith("fail errno=ECONNREFUSED"), "last real error expected: %r" % out)
+        sn.wait_for(4, 0.3)
+        check(len(sn.times) == 3, "max_attempts=3 but %d SYNs" % len(sn.times))
+        check_gaps(sn.gaps(), "budget")
+        ms = ms_of(out) / 1000
+        check(0.05 + 0.064 - SLACK <= ms <= 0.05 + 0.096 + SLACK, "elapsed %.3fs" % ms)
+        check("giving up after 3 attempts" in err and "max_attempts" in err,
+              "no give-up line: %r" % err)
+        check(err.count("next attempt in") == 2, "expected 2 wait lines: %r" % err)
+
+
+def test_max_elapsed_bounds_the_call():
+    port = free_port()
+    rc, out, err = run([prog("conntest"), "127.0.0.1", str(port)],
+                       shim_env(BACKOFFSHIM_MAX_ELAPSED="300ms"))
+    check(rc == 1 and "errno=ECONNREFUSED" in out, "out=%r" % out)
+    ms = ms_of(out) / 1000
+    # attempts at ~0, 0.05, 0.13, 0.26; the next (~0.46) is past 0.3: give up
+    check(0.15 <= ms <= 0.3 + SLACK, "elapsed %.3fs with max_elapsed 300ms" % ms)
+    check("max_elapsed" in err, "give-up line should name max_elapsed: %r" % err)
+
+
+def test_program_sndtimeo_bounds_the_call():
+    port = free_port()
+    rc, out, err = run([prog("conntest"), "-c", "-s", "400", "127.0.0.1", str(port)], shim_env())
+    check(rc == 1 and "errno=ECONNREFUSED" in out, "rc=%d out=%r" % (rc, out))
+    ms = ms_of(out) / 1000
+    check(ms <= 0.4 + SLACK, "SO_SNDTIMEO 400ms but the call took %.3fs" % ms)
+    check(ms >= 0.2, "gave up too early: %.3fs" % ms)
+
+
+def test_signal_without_sa_restart_returns_eintr():
+    port = free_port()
+    rc, out, err = run([prog("conntest"), "-a", "300", "127.0.0.1", str(port)], shim_env())
+    check("fail errno=EINTR" in out, "expected EINTR: %r" % out)
+    ms = ms_of(out) / 1000
+    check(0.3 - SLACK <= ms <= 0.3 + 0.06, "EINTR at %.3fs, alarm was at 0.3s" % ms)
+
+
+def test_signal_with_sa_restart_keeps_waiting():
+    port = free_port()
+    rc, out, err = run([prog("conntest"), "-a", "300", "-r", "127.0.0.1", str(port)],
+                       shim_env(BACKOFFSHIM_MAX_ELAPSED="1s"))
+    check("fail errno=ECONNREFUSED" in out, "expected the budget to end it: %r" % out)
+    check(ms_of(out) > 400, "SA_RESTART handler cut the wait: %r" % out)
+
+
+def test_longjmp_out_of_connect_leaves_state_usable():
+    port = free_port()
+    p = spawn([prog("conntest"), "-a", "300", "-j", "-n", "2", "127.0.0.1", str(port)],
+              shim_env())
+    r = LineReader(p)
+    line = r.wait_for(lambda l: l.startswith("jumped"), 5)
+    check(line is not None, "no jump: %r" % r.lines)
+    check(abs(ms_of(line) - 300) <= 60, "jumped at %s" % line)
+    with Server(port).start():
+        rc, lines, err = r.finish(10)
+    # rc is 1: the first round (the jump) counts as a failed connect
+    check(rc == 1 and lines[-1].startswith("ok"), "second round after longjmp: %r %r"
+          % (lines, err[-300:]))
+
+
+def test_signal_handler_may_call_connect():
+    live = free_port()
+    dead = free_port()
+    with Server(live).start():
+        rc, out, err = run([prog("conntest"), "-a", "200", "-H", str(live), "127.0.0.1",
+                            str(dead)], shim_env(BACKOFFSHIM_MAX_ELAPSED="1s"), timeout=10)
+    check("handler connect ok" in out, "connect() inside a signal handler: %r" % out)
+    check("fail errno=" in out, "main connect should end by budget: %r" % out)
