@@ -42,7 +42,7 @@ $(SO): $(COMMON_OBJ) $(LIB_OBJ) shim/exports.map | deps
 	$(CC) $(CFLAGS) $(LDFLAGS_SO) -o $@ $(COMMON_OBJ) $(LIB_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(COMMON_OBJ) | test-deps
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(COMMON_OBJ) | test-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(COMMON_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a)) -lcmocka -lpthread
@@ -56,7 +56,7 @@ $(BENCH_BIN): tests/bench/connect_bench.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lpthread
 
 check: $(SO) $(UNIT_BIN) $(PROG_BIN) | test-deps
-	@scripts/check.sh
+	@scripts/check.sh $(UNIT_BIN)
 
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $(VALGRIND) $$t || exit 1; done

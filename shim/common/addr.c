@@ -71,7 +71,9 @@ uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 				memcpy(&a, in6->sin6_addr.s6_addr + 12, 4);
 				return TAG_V4 | (uint64_t)port << 32 | ntohl(a);
 			}
-			uint64_t h = hash_bytes(in6->sin6_addr.s6_addr, 16, port);
+			/* a link-local address is only a destination with its scope */
+			uint64_t h = hash_bytes(in6->sin6_addr.s6_addr, 16,
+						port ^ (uint64_t)in6->sin6_scope_id << 16);
 			return TAG_V6 | (h & LOW60);
 		}
 	case BS_ADDR_UNIX: {

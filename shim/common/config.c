@@ -66,7 +66,7 @@ int bs_config_retries(const struct bs_config *c, int err)
 static int parse_level(const char *s, int *out, const char **why)
 {
 	static const char *names[] = {"off", "error", "info", "debug"};
-	while (*s == ' ')
+	while (*s == ' ' || *s == '\t')
 		s++;
 	size_t n = strcspn(s, " \t");
 	for (int i = 0; i < 4; i++) {
@@ -177,6 +177,7 @@ struct ini_ctx {
 	unsigned line;
 	bs_config_report_fn report;
 	void *rctx;
+	int have_key; /* inih holds a previous key: indented lines continue it */
 };
 
 static char *reader(char *str, int num, void *stream)
@@ -201,10 +202,17 @@ static char *reader(char *str, int num, void *stream)
 	memcpy(str, x->p, len);
 	str[len] = '\0';
 	x->p += len;
-	/* inih reports only its first syntax error; screen every line here. */
-	const char *s = str + strspn(str, " \t\r");
-	if (*s && *s != ';' && *s != '#' && *s != '\n') {
-		if (*s == '[' ? !strchr(s, ']') : (!strchr(s, '=') && !strchr(s, ':') && s == str))
+	/* inih reports only its first syntax error; screen every line here.
+	 * Like inih, skip a BOM on line 1; an indented line continues the
+	 * previous key's value (the handler judges it) if there is one. */
+	const char *start = str;
+	if (x->line == 1 && strncmp(start, "\xEF\xBB\xBF", 3) == 0)
+		start += 3;
+	const char *s = start + strspn(start, " \t\r");
+	if (*s && *s != ';' && *s != '#' && *s != '\n' && !(s > start && x->have_key)) {
+		if (*s == '[' && strchr(s, ']'))
+			x->have_key = 0; /* new section: inih forgets the key */
+		else if (*s == '[' || (!strchr(s, '=') && !strchr(s, ':')))
 			x->report(x->rctx, x->origin, x->line, NULL, NULL,
 				  *s == '[' ? "section header without ']'"
 					    : "not a 'key = value' line");
@@ -217,6 +225,7 @@ static int handler(void *user, const char *section, const char *name,
 {
 	struct ini_ctx *x = user;
 	const char *why;
+	x->have_key = 1;
 	if (bs_config_set(x->c, section, name, value, &why))
 		x->report(x->rctx, x->origin, x->line, name, value, why);
 	return 1; /* keep going: every problem gets reported */
@@ -225,7 +234,7 @@ static int handler(void *user, const char *section, const char *name,
 void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *text,
 			 size_t len, bs_config_report_fn report, void *rctx)
 {
-	struct ini_ctx x = {c, origin, text, text + len, 0, report, rctx};
+	struct ini_ctx x = {c, origin, text, text + len, 0, report, rctx, 0};
 	ini_parse_stream(reader, &x, handler, &x);
 }
 

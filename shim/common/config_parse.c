@@ -19,15 +19,15 @@ static int only_ws(const char *s)
 	return *skip_ws(s) == '\0';
 }
 
-/* Decimal "123" or "1.25": integer part and up to 9 fraction digits, as a
- * value scaled by 1e9. Sets *end past the digits. */
-static int parse_fixed9(const char *s, uint64_t *out, const char **end,
-			const char **why)
+/* Decimal "123" or "1.25": the integer part (below 1e18) and up to 9
+ * fraction digits scaled by 1e9. Sets *end past the digits. */
+static int parse_fixed9(const char *s, uint64_t *ipart, uint64_t *frac9,
+			const char **end, const char **why)
 {
 	uint64_t ip = 0, fp = 0;
 	int nd = 0, nf = 0;
 	while (*s >= '0' && *s <= '9') {
-		if (ip >= 1000000000ull) { /* keeps ip * 1e9 below 2^64 */
+		if (ip >= 100000000000000000ull) { /* keeps ip * 10 + 9 below 1e18 */
 			*why = "too large";
 			return -1;
 		}
@@ -51,7 +51,8 @@ static int parse_fixed9(const char *s, uint64_t *out, const char **end,
 	}
 	for (int i = nf; i < 9; i++)
 		fp *= 10;
-	*out = ip * BS_NS_PER_SEC + fp;
+	*ipart = ip;
+	*frac9 = fp;
 	*end = s;
 	return 0;
 }
@@ -60,25 +61,26 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 {
 	static const struct {
 		const char *unit;
-		uint64_t num, den; /* ns per unit = num / den, applied to 1e9-scaled */
+		uint64_t ns; /* per unit */
 	} units[] = {
-		{"ns", 1, BS_NS_PER_SEC}, {"us", 1, 1000000}, {"ms", 1, 1000},
-		{"s", 1, 1}, {"m", 60, 1}, {"min", 60, 1}, {"h", 3600, 1},
+		{"ns", 1}, {"us", 1000}, {"ms", BS_NS_PER_MS}, {"s", BS_NS_PER_SEC},
+		{"m", 60 * BS_NS_PER_SEC}, {"min", 60 * BS_NS_PER_SEC},
+		{"h", 3600 * BS_NS_PER_SEC},
 	};
-	uint64_t v;
+	uint64_t ip, fp;
 	const char *end;
 	s = skip_ws(s);
 	if (*s == '-') {
 		*why = "must not be negative";
 		return -1;
 	}
-	if (parse_fixed9(s, &v, &end, why))
+	if (parse_fixed9(s, &ip, &fp, &end, why))
 		return -1;
 	end = skip_ws(end);
 	size_t ulen = 0;
 	while ((end[ulen] >= 'a' && end[ulen] <= 'z') || (end[ulen] >= 'A' && end[ulen] <= 'Z'))
 		ulen++;
-	uint64_t num = 1, den = 1;
+	uint64_t mul = BS_NS_PER_SEC;
 	if (ulen) {
 		size_t i;
 		for (i = 0; i < sizeof units / sizeof units[0]; i++)
@@ -88,25 +90,27 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 			*why = "unknown unit (use ms, s, m or h)";
 			return -1;
 		}
-		num = units[i].num;
-		den = units[i].den;
+		mul = units[i].ns;
 	}
 	if (!only_ws(end + ulen)) {
 		*why = "not a duration (e.g. 250ms, 1.5s, 2m)";
 		return -1;
 	}
-	/* v is seconds * 1e9 scaled; v * num / den ns. Bound before multiplying. */
-	if (v / den > MAX_DURATION / num) {
+	/* ip * mul + fp * mul / 1e9 ns; every mul divides or is a multiple of
+	 * 1e9. Bound before multiplying. */
+	uint64_t f = mul >= BS_NS_PER_SEC ? fp * (mul / BS_NS_PER_SEC)
+					  : fp / (BS_NS_PER_SEC / mul);
+	if (ip > MAX_DURATION / mul || ip * mul + f > MAX_DURATION) {
 		*why = "too large (at most 30 days)";
 		return -1;
 	}
-	*ns = v / den * num + (v % den) * num / den;
+	*ns = ip * mul + f;
 	return 0;
 }
 
 int bs_parse_number(const char *s, double *out, const char **why)
 {
-	uint64_t v;
+	uint64_t ip, fp;
 	const char *end;
 	s = skip_ws(s);
 	if (*s == '-') {
@@ -115,13 +119,13 @@ int bs_parse_number(const char *s, double *out, const char **why)
 	}
 	if (*s == '+')
 		s++;
-	if (parse_fixed9(s, &v, &end, why))
+	if (parse_fixed9(s, &ip, &fp, &end, why))
 		return -1;
 	if (!only_ws(end)) {
 		*why = "not a number";
 		return -1;
 	}
-	*out = (double)(v / BS_NS_PER_SEC) + (double)(v % BS_NS_PER_SEC) / 1e9;
+	*out = (double)ip + (double)fp / 1e9;
 	return 0;
 }
 

@@ -44,7 +44,7 @@ void bs_line_u64(struct bs_line *l, uint64_t v)
 
 void bs_line_dur(struct bs_line *l, uint64_t ns)
 {
-	if (ns < 1000000000ull) {
+	if (ns < 999500000ull) {
 		bs_line_u64(l, (ns + 500000) / 1000000);
 		bs_line_str(l, "ms");
 		return;

@@ -1,0 +1,136 @@
+"""Unanswered SYNs, AF_UNIX, and calls that arrive before the constructor."""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from lib import (BUILD, LineReader, Server, check, free_port, prog, run, shim_env, spawn)
+
+
+def test_unanswered_syn_is_cut_at_min_connect_timeout():
+    """A listener whose accept queue is full drops SYNs, like a black hole.
+    Once a destination is failing, each attempt is cut at
+    max(wait, min_connect_timeout) (1s here) instead of the kernel's ~2 min."""
+    port = free_port()
+    p = spawn([prog("conntest"), "127.0.0.1", str(port)],
+              shim_env(BACKOFFSHIM_MAX_ELAPSED="15s", BACKOFFSHIM_LOG="debug"))
+    fillers = []
+    lst = None
+    try:
+        # Let it fail twice with "refused" (read from its log: no listener yet).
+        deadline = time.monotonic() + 5
+        seen = ""
+        while seen.count("next attempt in") < 2 and time.monotonic() < deadline:
+            seen += p.stderr.readline()
+        check(seen.count("next attempt in") >= 2, "no refused attempts: %r" % seen)
+        lst = socket.socket()
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lst.bind(("127.0.0.1", port))
+        lst.listen(0)
+        for _ in range(3):  # fill the accept queue; later SYNs are dropped
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(("127.0.0.1", port))
+            fillers.append(f)
+        t_full = time.monotonic()
+        line = ""
+        while "timed out" not in line and time.monotonic() < t_full + 5:
+            line = p.stderr.readline()
+        cut_after = time.monotonic() - t_full
+        check("Connection timed out" in line, "no timed-out attempt: %r" % line)
+        check(0.8 <= cut_after <= 1.6, "attempt cut after %.2fs, expected ~1s" % cut_after)
+        # Now drain the queue and serve: the next attempt connects.
+        lst.settimeout(0.2)
+        for f in fillers:
+            f.close()
+        end = time.monotonic() + 6
+        while p.poll() is None and time.monotonic() < end:
+            try:
+                c, _ = lst.accept()
+                c.close()
+            except socket.timeout:
+                pass
+        out = p.stdout.read()
+        check(p.wait(5) == 0 and out.startswith("ok"), "did not connect: %r" % out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for f in fillers:
+            f.close()
+        if lst:
+            lst.close()
+
+
+def test_unix_sockets_off_by_default_and_paced_when_on():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "svc.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)  # bound, not listening: connect() gets ECONNREFUSED
+        code = ("import socket,sys\n"
+                "s=socket.socket(socket.AF_UNIX)\n"
+                "s.connect(sys.argv[1]); print('ok', s.recv(5).decode())\n")
+        t0 = time.monotonic()
+        rc, out, err = run([sys.executable, "-c", code, path], shim_env())
+        check(rc != 0 and "refused" in err and "backoffshim" not in err,
+              "AF_UNIX must be left alone by default: %r" % err)
+        check(time.monotonic() - t0 < 3, "AF_UNIX connect was delayed")
+
+        p = spawn([sys.executable, "-c", code, path], shim_env(BACKOFFSHIM_UNIX="on"))
+        line = ""
+        end = time.monotonic() + 5
+        while line.count("next attempt in") < 2 and time.monotonic() < end:
+            line += p.stderr.readline()
+        check("unix:" + path in line, "unix destination not paced/named: %r" % line)
+        srv.listen(4)
+        srv.settimeout(5)
+        c, _ = srv.accept()
+        c.sendall(b"hi")
+        c.close()
+        out, err = p.communicate(timeout=10)
+        srv.close()
+        check(p.returncode == 0 and out.strip() == "ok hi", "unix client: %r %r" % (out, err))
+
+
+EARLY_LIB = r'''
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+__attribute__((constructor)) static void early(void)
+{
+	const char *p = getenv("EARLY_PORT");
+	if (!p) return;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(p))};
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int r = connect(fd, (struct sockaddr *)&a, sizeof a);
+	fprintf(stderr, "early connect: %s\n", r == 0 ? "ok" : strerror(errno));
+	close(fd);
+}
+'''
+
+
+def test_connect_from_another_constructor():
+    """A library constructor may call connect() before the shim's own
+    constructor ran; the shim must then initialise on the spot (or pass
+    through), never crash or hang."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "early.c")
+        lib = os.path.join(d, "libearly.so")
+        open(src, "w").write(EARLY_LIB)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", lib, src], check=True)
+        so = shim_env()["LD_PRELOAD"]
+        for order in ((lib, so), (so, lib)):
+            env = shim_env(LD_PRELOAD=":".join(order), EARLY_PORT=port,
+                           BACKOFFSHIM_MAX_ATTEMPTS=3)
+            rc, out, err = run(["true"], env, timeout=10)
+            check(rc == 0 and "early connect: Connection refused" in err,
+                  "order %s: rc=%d err=%r" % (order, rc, err))
+            check("giving up after 3 attempts" in err, "shim inactive in %s: %r" % (order, err))

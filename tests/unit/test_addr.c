@@ -1,0 +1,400 @@
+/* Unit tests for addr.c: destination keys and text for socket addresses. */
+#include "unit.h"
+
+#include "addr.h"
+#include "policy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#define SEED 0xadd7e55ull
+
+static struct sockaddr_in v4(const char *ip, uint16_t port)
+{
+	struct sockaddr_in a;
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	assert_int_equal(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+	return a;
+}
+
+static struct sockaddr_in6 v6(const char *ip, uint16_t port)
+{
+	struct sockaddr_in6 a;
+	memset(&a, 0, sizeof a);
+	a.sin6_family = AF_INET6;
+	a.sin6_port = htons(port);
+	assert_int_equal(inet_pton(AF_INET6, ip, &a.sin6_addr), 1);
+	return a;
+}
+
+/* A unix address of `n` path bytes; the length passed excludes any NUL. */
+static socklen_t un(struct sockaddr_un *a, const char *path, size_t n)
+{
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	memcpy(a->sun_path, path, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+}
+
+#define SA(x) ((const struct sockaddr *)(x))
+#define KEY(x) bs_addr_key(SA(&(x)), sizeof(x))
+
+static void check_text(const struct sockaddr *a, socklen_t len, const char *want)
+{
+	char buf[160];
+	memset(buf, 'x', sizeof buf);
+	size_t n = bs_addr_format(a, len, buf, sizeof buf);
+	assert_string_equal(buf, want);
+	assert_int_equal(n, strlen(want));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* IPv4 keys are exact: the address and port are recoverable, every
+ * (address, port) pair gets its own key, and sin_zero does not matter. */
+static void test_v4_key_exact(void **state)
+{
+	(void)state;
+	struct sockaddr_in a = v4("127.0.0.1", 5432);
+	uint64_t k = KEY(a);
+	assert_int_equal(bs_addr_kind(SA(&a), sizeof a), BS_ADDR_INET);
+	assert_true(k != 0);
+	assert_int_equal(k & 0xffffffffull, 0x7f000001ull);
+	assert_int_equal((k >> 32) & 0xffff, 5432);
+
+	memset(a.sin_zero, 0xa5, sizeof a.sin_zero);
+	assert_int_equal(KEY(a), k);
+	/* a longer length (e.g. a sockaddr_storage) does not change it */
+	struct sockaddr_storage ss;
+	memset(&ss, 0x5a, sizeof ss);
+	memcpy(&ss, &a, sizeof a);
+	assert_int_equal(bs_addr_key(SA(&ss), sizeof ss), k);
+
+	enum { NA = 64, NP = 64 };
+	uint64_t *keys = malloc(NA * NP * sizeof *keys);
+	assert_non_null(keys);
+	for (int i = 0; i < NA; i++)
+		for (int j = 0; j < NP; j++) {
+			uint32_t ip = (uint32_t)bs_mix64(SEED + (uint64_t)i);
+			if (i < 4)
+				ip = i == 0 ? 0 : i == 1 ? UINT32_MAX : i == 2 ? 1 : 0x7f000001;
+			uint16_t port = j < 3 ? (uint16_t)(j == 0 ? 0 : j == 1 ? 65535 : 1)
+					      : (uint16_t)bs_mix64(SEED * 3 + (uint64_t)j);
+			a.sin_addr.s_addr = htonl(ip);
+			a.sin_port = htons(port);
+			uint64_t key = KEY(a);
+			assert_true(key != 0);
+			assert_int_equal(key & 0xffffffffull, ip);
+			assert_int_equal((key >> 32) & 0xffff, port);
+			keys[i * NP + j] = key;
+		}
+	qsort(keys, NA * NP, sizeof *keys, cmp_u64);
+	for (int i = 1; i < NA * NP; i++)
+		assert_true(keys[i] != keys[i - 1]);
+	free(keys);
+}
+
+static void test_v4_format(void **state)
+{
+	(void)state;
+	struct sockaddr_in a = v4("127.0.0.1", 5432);
+	check_text(SA(&a), sizeof a, "127.0.0.1:5432");
+	a = v4("0.0.0.0", 0);
+	check_text(SA(&a), sizeof a, "0.0.0.0:0");
+	a = v4("255.255.255.255", 65535);
+	check_text(SA(&a), sizeof a, "255.255.255.255:65535");
+	a = v4("10.0.200.9", 80);
+	check_text(SA(&a), sizeof a, "10.0.200.9:80");
+}
+
+/* ::ffff:a.b.c.d is the IPv4 destination a.b.c.d. */
+static void test_v4_mapped(void **state)
+{
+	(void)state;
+	const uint16_t ports[] = {0, 1, 5432, 65535};
+	for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++) {
+		struct sockaddr_in a = v4("127.0.0.1", ports[i]);
+		struct sockaddr_in6 m = v6("::ffff:127.0.0.1", ports[i]);
+		assert_int_equal(bs_addr_kind(SA(&m), sizeof m), BS_ADDR_INET);
+		assert_int_equal(KEY(m), KEY(a));
+		char want[32];
+		snprintf(want, sizeof want, "127.0.0.1:%u", ports[i]);
+		check_text(SA(&m), sizeof m, want);
+	}
+	/* not mapped: ::127.0.0.1 (compat) and ::fffe:127.0.0.1 are IPv6 */
+	struct sockaddr_in a = v4("127.0.0.1", 80);
+	struct sockaddr_in6 c = v6("::7f00:1", 80);
+	assert_true(KEY(c) != KEY(a));
+	check_text(SA(&c), sizeof c, "[::7f00:1]:80");
+	c = v6("::fffe:7f00:1", 80);
+	assert_true(KEY(c) != KEY(a));
+	check_text(SA(&c), sizeof c, "[::fffe:7f00:1]:80");
+}
+
+/* RFC 5952 text: lower case, no leading zeros, the longest run of two or more
+ * zero groups becomes "::" (the first of equal runs), a lone zero stays. */
+static void test_v6_format(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		uint16_t port;
+		const char *want;
+	} cases[] = {
+		{"::1", 6379, "[::1]:6379"},
+		{"2001:db8::1", 80, "[2001:db8::1]:80"},
+		{"2001:db8:0:1:1:1:1:1", 1, "[2001:db8:0:1:1:1:1:1]:1"},
+		{"::", 0, "[::]:0"},
+		{"1::", 2, "[1::]:2"},
+		{"2001:0:0:1:0:0:0:1", 3, "[2001:0:0:1::1]:3"},   /* longest wins */
+		{"2001:db8:0:0:1:0:0:1", 4, "[2001:db8::1:0:0:1]:4"}, /* first of equal */
+		{"0:0:1:0:0:1:0:0", 5, "[::1:0:0:1:0:0]:5"},
+		{"1:0:1:0:1:0:1:0", 6, "[1:0:1:0:1:0:1:0]:6"},
+		{"0:1:2:3:4:5:6:0", 7, "[0:1:2:3:4:5:6:0]:7"},
+		{"2001:0DB8:000A:00B0:0C00:ABCD:EF01:FFFF", 65535,
+		 "[2001:db8:a:b0:c00:abcd:ef01:ffff]:65535"},
+		{"fe80::1:2", 443, "[fe80::1:2]:443"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct sockaddr_in6 a = v6(cases[i].in, cases[i].port);
+		check_text(SA(&a), sizeof a, cases[i].want);
+	}
+}
+
+/* Cross-check against glibc's inet_ntop on seeded addresses rich in zero
+ * groups (skipping the ::a.b.c.d forms glibc prints in dotted notation). */
+static void test_v6_format_vs_inet_ntop(void **state)
+{
+	(void)state;
+	for (uint64_t k = 0; k < 20000; k++) {
+		struct sockaddr_in6 a;
+		memset(&a, 0, sizeof a);
+		a.sin6_family = AF_INET6;
+		a.sin6_port = htons((uint16_t)k);
+		uint64_t r = bs_mix64(SEED + k * BS_GOLDEN);
+		for (int g = 0; g < 8; g++) {
+			unsigned sel = (r >> (2 * g)) & 3, v;
+			v = sel < 2 ? 0 : sel == 2 ? 1 : (unsigned)(r >> (16 + 6 * g)) & 0xffff;
+			a.sin6_addr.s6_addr[2 * g] = (unsigned char)(v >> 8);
+			a.sin6_addr.s6_addr[2 * g + 1] = (unsigned char)v;
+		}
+		static const unsigned char zero[10];
+		if (memcmp(a.sin6_addr.s6_addr, zero, 10) == 0)
+			continue;
+		char ntop[INET6_ADDRSTRLEN], want[INET6_ADDRSTRLEN + 16];
+		assert_non_null(inet_ntop(AF_INET6, &a.sin6_addr, ntop, sizeof ntop));
+		snprintf(want, sizeof want, "[%s]:%u", ntop, (unsigned)(uint16_t)k);
+		check_text(SA(&a), sizeof a, want);
+	}
+}
+
+/* Anything short, NULL or of another family is OTHER with key 0. */
+static void test_other(void **state)
+{
+	(void)state;
+	struct sockaddr_in a = v4("127.0.0.1", 80);
+	struct sockaddr_in6 b = v6("::1", 80);
+	struct sockaddr_un u;
+	socklen_t ulen = un(&u, "/x", 2);
+	const struct {
+		const struct sockaddr *sa;
+		socklen_t len;
+	} bad[] = {
+		{NULL, sizeof a},
+		{SA(&a), 0},
+		{SA(&a), 1},
+		{SA(&a), sizeof(sa_family_t)},
+		{SA(&a), sizeof a - 1},
+		{SA(&b), sizeof b - 1},
+		{SA(&b), sizeof a},
+		{SA(&u), offsetof(struct sockaddr_un, sun_path)},
+		{SA(&u), 1},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(bs_addr_kind(bad[i].sa, bad[i].len), BS_ADDR_OTHER);
+		assert_int_equal(bs_addr_key(bad[i].sa, bad[i].len), 0);
+		check_text(bad[i].sa, bad[i].len, "?");
+	}
+	/* the full lengths are fine */
+	assert_int_equal(bs_addr_kind(SA(&u), ulen), BS_ADDR_UNIX);
+	assert_int_equal(bs_addr_kind(SA(&b), sizeof b), BS_ADDR_INET);
+
+	const sa_family_t fams[] = {AF_UNSPEC, AF_PACKET, AF_NETLINK, AF_BLUETOOTH, 0xffff};
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof ss);
+	for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++) {
+		ss.ss_family = fams[i];
+		assert_int_equal(bs_addr_kind(SA(&ss), sizeof ss), BS_ADDR_OTHER);
+		assert_int_equal(bs_addr_key(SA(&ss), sizeof ss), 0);
+		check_text(SA(&ss), sizeof ss, "?");
+	}
+}
+
+/* Filesystem paths end at the first NUL; abstract names (leading NUL, shown
+ * as '@') take every byte of the given length. */
+static void test_unix(void **state)
+{
+	(void)state;
+	struct sockaddr_un a, b;
+	socklen_t la = un(&a, "/run/x.sock", 11);
+	assert_int_equal(bs_addr_kind(SA(&a), la), BS_ADDR_UNIX);
+	uint64_t k = bs_addr_key(SA(&a), la);
+	assert_true(k != 0);
+	check_text(SA(&a), la, "unix:/run/x.sock");
+	/* with the trailing NUL, the whole struct, or junk after the NUL: same */
+	assert_int_equal(bs_addr_key(SA(&a), la + 1), k);
+	assert_int_equal(bs_addr_key(SA(&a), sizeof a), k);
+	check_text(SA(&a), sizeof a, "unix:/run/x.sock");
+	memcpy(a.sun_path + 12, "junk", 4);
+	assert_int_equal(bs_addr_key(SA(&a), sizeof a), k);
+	/* a different path, a prefix, a longer path: different keys */
+	socklen_t lb = un(&b, "/run/y.sock", 11);
+	assert_true(bs_addr_key(SA(&b), lb) != k);
+	lb = un(&b, "/run/x.soc", 10);
+	assert_true(bs_addr_key(SA(&b), lb) != k);
+	lb = un(&b, "/run/x.sock2", 12);
+	assert_true(bs_addr_key(SA(&b), lb) != k);
+	/* a path cut short by the length */
+	assert_int_equal(bs_addr_key(SA(&a), la - 5), bs_addr_key(SA(&b), un(&b, "/run/x", 6)));
+	check_text(SA(&a), la - 5, "unix:/run/x");
+
+	/* abstract names */
+	la = un(&a, "\0backoff", 8);
+	uint64_t ka = bs_addr_key(SA(&a), la);
+	assert_int_equal(bs_addr_kind(SA(&a), la), BS_ADDR_UNIX);
+	assert_true(ka != 0 && ka != k);
+	check_text(SA(&a), la, "unix:@backoff");
+	lb = un(&b, "@backoff", 8); /* a path that merely looks the same */
+	check_text(SA(&b), lb, "unix:@backoff");
+	assert_true(bs_addr_key(SA(&b), lb) != ka);
+	/* for abstract names the length is part of the name */
+	lb = un(&b, "\0backoff\0", 9);
+	assert_true(bs_addr_key(SA(&b), lb) != ka);
+	check_text(SA(&b), lb, "unix:@backoff?");
+	lb = un(&b, "\0", 1);
+	check_text(SA(&b), lb, "unix:@");
+	assert_true(bs_addr_key(SA(&b), lb) != 0);
+	/* unprintable bytes are shown as '?' */
+	lb = un(&b, "/tmp/a\tb\x7f\xc3", 10);
+	check_text(SA(&b), lb, "unix:/tmp/a?b??");
+	/* a full 108-byte path with no NUL stays within sun_path */
+	memset(b.sun_path, 'p', sizeof b.sun_path);
+	assert_true(bs_addr_key(SA(&b), sizeof b) != 0);
+	char buf[256];
+	assert_int_equal(bs_addr_format(SA(&b), sizeof b, buf, sizeof buf),
+			 5 + sizeof b.sun_path);
+}
+
+/* Keys are never 0 and separate families, ports and addresses. */
+static void test_keys_nonzero_distinct(void **state)
+{
+	(void)state;
+	enum { N = 3000 };
+	uint64_t *keys = malloc(3 * N * sizeof *keys);
+	assert_non_null(keys);
+	for (int i = 0; i < N; i++) {
+		uint64_t r = bs_mix64(SEED ^ (uint64_t)i);
+		struct sockaddr_in6 a6;
+		memset(&a6, 0, sizeof a6);
+		a6.sin6_family = AF_INET6;
+		memcpy(a6.sin6_addr.s6_addr, &r, 8);
+		memcpy(a6.sin6_addr.s6_addr + 8, &r, 8);
+		a6.sin6_addr.s6_addr[0] |= 0x20; /* never v4-mapped */
+		a6.sin6_port = htons(443);
+		keys[3 * i] = KEY(a6);
+		a6.sin6_port = htons(444);
+		keys[3 * i + 1] = KEY(a6);
+		struct sockaddr_un u;
+		char path[32];
+		int n = snprintf(path, sizeof path, "/run/s%d.sock", i);
+		keys[3 * i + 2] = bs_addr_key(SA(&u), un(&u, path, (size_t)n));
+	}
+	for (int i = 0; i < 3 * N; i++)
+		assert_true(keys[i] != 0);
+	qsort(keys, 3 * N, sizeof *keys, cmp_u64);
+	for (int i = 1; i < 3 * N; i++)
+		assert_true(keys[i] != keys[i - 1]);
+	free(keys);
+
+	/* the same address in different families never collides */
+	struct sockaddr_in a = v4("0.0.0.0", 0);
+	struct sockaddr_in6 b = v6("::", 0);
+	struct sockaddr_un u;
+	socklen_t lu = un(&u, "\0", 1);
+	assert_true(KEY(a) != KEY(b));
+	assert_true(KEY(a) != bs_addr_key(SA(&u), lu));
+	assert_true(KEY(b) != bs_addr_key(SA(&u), lu));
+	assert_true(KEY(a) != 0 && KEY(b) != 0);
+	/* flowinfo is not part of the destination */
+	b = v6("2001:db8::1", 80);
+	uint64_t kb = KEY(b);
+	b.sin6_flowinfo = htonl(12345);
+	assert_int_equal(KEY(b), kb);
+}
+
+/* Truncated output is a NUL-terminated prefix and never overruns cap. */
+static void test_truncation(void **state)
+{
+	(void)state;
+	struct sockaddr_in a = v4("192.168.100.200", 65535);
+	struct sockaddr_in6 b = v6("2001:db8::1", 80);
+	struct sockaddr_un u;
+	socklen_t lu = un(&u, "\0abstract", 9);
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof ss);
+	ss.ss_family = AF_PACKET;
+	const struct {
+		const struct sockaddr *sa;
+		socklen_t len;
+		const char *full;
+	} cases[] = {
+		{SA(&a), sizeof a, "192.168.100.200:65535"},
+		{SA(&b), sizeof b, "[2001:db8::1]:80"},
+		{SA(&u), lu, "unix:@abstract"},
+		{SA(&ss), sizeof ss, "?"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t full = strlen(cases[i].full);
+		for (size_t cap = 0; cap <= full + 2; cap++) {
+			char buf[64];
+			memset(buf, '#', sizeof buf);
+			size_t n = bs_addr_format(cases[i].sa, cases[i].len, buf, cap);
+			for (size_t j = cap; j < sizeof buf; j++)
+				assert_int_equal(buf[j], '#'); /* nothing past cap */
+			if (cap == 0) {
+				assert_int_equal(n, 0);
+				continue;
+			}
+			size_t want = full < cap - 1 ? full : cap - 1;
+			assert_int_equal(n, want);
+			assert_int_equal(buf[n], '\0');
+			assert_memory_equal(buf, cases[i].full, want);
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_v4_key_exact),
+		cmocka_unit_test(test_v4_format),
+		cmocka_unit_test(test_v4_mapped),
+		cmocka_unit_test(test_v6_format),
+		cmocka_unit_test(test_v6_format_vs_inet_ntop),
+		cmocka_unit_test(test_other),
+		cmocka_unit_test(test_unix),
+		cmocka_unit_test(test_keys_nonzero_distinct),
+		cmocka_unit_test(test_truncation),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

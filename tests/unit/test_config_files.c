@@ -1,0 +1,159 @@
+/* Unit tests for config files on disk (config.c): bs_config_load_file errors
+ * (directory, missing, over 1 MiB) and success, and bs_config_load's
+ * precedence defaults < file < environment, with missing and unreadable
+ * BACKOFFSHIM_CONFIG files. */
+#include "config_helpers.h"
+
+#include "config.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* --- files on disk, and their place between defaults and environment --- */
+
+static char *write_temp(const char *text, size_t len)
+{
+	char *path = strdup("/tmp/bs_test_config_XXXXXX");
+	assert_non_null(path);
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, len), (ssize_t)len);
+	close(fd);
+	return path;
+}
+
+static void drop_temp(char *path)
+{
+	assert_int_equal(unlink(path), 0);
+	free(path);
+}
+
+static void test_precedence(void **state)
+{
+	(void)state;
+	static const char ini[] = "[backoff]\n"
+				  "initial_backoff = 2s\n"
+				  "multiplier = 2\n"
+				  "max_attempts = 4\n"
+				  "[log]\n"
+				  "level = debug\n";
+	char *path = write_temp(ini, sizeof ini - 1);
+	const struct var env[] = {
+		{"BACKOFFSHIM_CONFIG", path}, {"BACKOFFSHIM_MULTIPLIER", "3"},
+		{"BACKOFFSHIM_MAX_ATTEMPTS", "9"}, {NULL, NULL}};
+	struct reps rs = {0};
+	struct bs_config c;
+	memset(&c, 0x5a, sizeof c); /* load starts from defaults itself */
+	use_env(env);
+	bs_config_load(&c, fake_getenv, capture, &rs);
+	drop_temp(path);
+	assert_int_equal(rs.n, 0);
+	assert_int_equal(c.policy.initial_backoff, 2 * SEC); /* file */
+	assert_true(c.policy.multiplier == 3.0);             /* env over file */
+	assert_int_equal(c.max_attempts, 9);                 /* env over file */
+	assert_int_equal(c.log_level, BS_LOG_DEBUG);         /* file */
+	assert_true(c.policy.jitter == 0.2);                 /* default */
+	assert_int_equal(c.policy.max_backoff, 120 * SEC);   /* default */
+	assert_int_equal(bs_config_retries(&c, ECONNREFUSED), 1);
+}
+
+static void test_missing_config_file(void **state)
+{
+	(void)state;
+	static const struct var env[] = {
+		{"BACKOFFSHIM_CONFIG", "/nonexistent/bs-test/none.ini"},
+		{"BACKOFFSHIM_JITTER", "0.5"}, {NULL, NULL}};
+	struct reps rs = {0};
+	struct bs_config c;
+	use_env(env);
+	bs_config_load(&c, fake_getenv, capture, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.r[0].origin, "/nonexistent/bs-test/none.ini");
+	assert_int_equal(rs.r[0].line, 0);
+	assert_false(rs.r[0].has_key);
+	assert_true(rs.r[0].why[0] != '\0');
+	struct bs_config want = defaults();
+	want.policy.jitter = 0.5;
+	same_config(&c, &want);
+}
+
+static void test_unreadable_config_file(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/bs_test_dir_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	const struct var env[] = {
+		{"BACKOFFSHIM_CONFIG", dir}, {"BACKOFFSHIM_LOG", "off"}, {NULL, NULL}};
+	struct reps rs = {0};
+	struct bs_config c;
+	use_env(env);
+	bs_config_load(&c, fake_getenv, capture, &rs);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.r[0].origin, dir);
+	assert_int_equal(rs.r[0].line, 0);
+	assert_int_equal(c.log_level, BS_LOG_OFF);
+	assert_int_equal(c.policy.initial_backoff, SEC);
+}
+
+static void test_load_file_errors(void **state)
+{
+	(void)state;
+	const struct bs_config def = defaults();
+	struct bs_config c = defaults();
+	struct reps rs = {0};
+
+	char dir[] = "/tmp/bs_test_dir_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(bs_config_load_file(&c, dir, capture, &rs), -1);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.r[0].origin, dir);
+	assert_int_equal(rs.r[0].line, 0);
+	assert_true(rs.r[0].why[0] != '\0');
+
+	assert_int_equal(bs_config_load_file(&c, "/nonexistent/bs-test.ini", capture, &rs), -1);
+	assert_int_equal(rs.n, 2);
+	assert_string_equal(rs.r[1].origin, "/nonexistent/bs-test.ini");
+	assert_int_equal(rs.r[1].line, 0);
+	same_config(&c, &def);
+
+	/* Over 1 MiB: refused as a whole, nothing applied. */
+	size_t big = (1u << 20) + 1;
+	char *text = malloc(big);
+	assert_non_null(text);
+	memset(text, '\n', big);
+	static const char head[] = "[backoff]\njitter = 0.5\n";
+	memcpy(text, head, sizeof head - 1);
+	char *path = write_temp(text, big);
+	free(text);
+	int rc = bs_config_load_file(&c, path, capture, &rs);
+	int same_origin = rs.n == 3 && strcmp(rs.r[2].origin, path) == 0;
+	drop_temp(path);
+	assert_int_equal(rc, -1);
+	assert_int_equal(rs.n, 3);
+	assert_true(same_origin);
+	same_config(&c, &def);
+
+	/* A readable file returns 0 and is applied. */
+	path = write_temp(head, sizeof head - 1);
+	rc = bs_config_load_file(&c, path, capture, &rs);
+	drop_temp(path);
+	assert_int_equal(rc, 0);
+	assert_int_equal(rs.n, 3);
+	assert_true(c.policy.jitter == 0.5);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_missing_config_file),
+		cmocka_unit_test(test_unreadable_config_file),
+		cmocka_unit_test(test_load_file_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
