@@ -13,7 +13,7 @@
 #define MAX_FILE (1u << 20)
 #define MAX_LINE (INI_MAX_LINE - 1)
 
-enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH };
+enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE };
 
 static const struct key {
 	const char *section, *name, *env;
@@ -31,6 +31,8 @@ static const struct key {
 	B(max_elapsed, K_DUR, MAX_ELAPSED),
 	B(retry_on, K_ERRS, RETRY_ON),
 	{"backoff", "unix", "BACKOFFSHIM_UNIX", K_BOOL, offsetof(struct bs_config, unix_sockets)},
+	B(nonblocking, K_NBMODE, NONBLOCKING),
+	B(healthy_after, K_DUR, HEALTHY_AFTER),
 	B(seed, K_U64, SEED),
 	B(disable, K_BOOL, DISABLE),
 	{"log", "level", "BACKOFFSHIM_LOG", K_LEVEL, offsetof(struct bs_config, log_level)},
@@ -54,6 +56,8 @@ void bs_config_defaults(struct bs_config *c)
 	bs_parse_errlist("ECONNREFUSED ETIMEDOUT EHOSTUNREACH ENETUNREACH ECONNRESET EAGAIN",
 			 c->retry_on, &why);
 	c->log_level = BS_LOG_INFO;
+	c->nonblocking = BS_NB_RETRY;
+	c->healthy_after = 10 * BS_NS_PER_SEC;
 }
 
 int bs_config_retries(const struct bs_config *c, int err)
@@ -63,20 +67,38 @@ int bs_config_retries(const struct bs_config *c, int err)
 	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
 }
 
-static int parse_level(const char *s, int *out, const char **why)
+/* One word out of `names` (case-insensitive); *out is its index. */
+static int parse_word(const char *s, const char *const *names, int count, int *out)
 {
-	static const char *names[] = {"off", "error", "info", "debug"};
 	while (*s == ' ' || *s == '\t')
 		s++;
 	size_t n = strcspn(s, " \t");
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < count; i++) {
 		if (strlen(names[i]) == n && strncasecmp(s, names[i], n) == 0 &&
 		    s[n + strspn(s + n, " \t")] == '\0') {
 			*out = i;
 			return 0;
 		}
 	}
+	return -1;
+}
+
+static int parse_level(const char *s, int *out, const char **why)
+{
+	static const char *const names[] = {"off", "error", "info", "debug"};
+	if (parse_word(s, names, 4, out) == 0)
+		return 0;
 	*why = "not one of off, error, info, debug";
+	return -1;
+}
+
+static int parse_nbmode(const char *s, int *out, const char **why)
+{
+	/* order matches enum bs_nb_mode */
+	static const char *const names[] = {"retry", "pace", "off"};
+	if (parse_word(s, names, 3, out) == 0)
+		return 0;
+	*why = "not one of retry, pace, off";
 	return -1;
 }
 
@@ -133,6 +155,8 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		return 0;
 	case K_LEVEL:
 		return parse_level(v, (int *)(void *)field, why);
+	case K_NBMODE:
+		return parse_nbmode(v, (int *)(void *)field, why);
 	case K_PATH:
 		if (!*v) {
 			*why = "empty path";

@@ -26,12 +26,17 @@ struct bs_config {
 	uint64_t max_elapsed;    /* ns per connect() call; 0 = unlimited */
 	uint64_t retry_on[BS_ERRSET_WORDS];
 	int unix_sockets;        /* act on AF_UNIX too */
+	int nonblocking;         /* enum bs_nb_mode */
+	uint64_t healthy_after;  /* ns a connection must live to count as healthy */
 	int disable;
 	int log_level;           /* enum bs_level */
 	char log_file[256];      /* "" = stderr */
 	uint64_t seed;
 	int seed_set;
 };
+
+/* What happens to non-blocking sockets. */
+enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2 };
 
 /* One problem. origin is a path or a variable name; line is 0 for
  * variables and file-level problems; key/value may be NULL. */

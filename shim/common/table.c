@@ -12,11 +12,11 @@ static unsigned bucket_of(uint64_t key)
 uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures)
 {
 	uint64_t ms = next_at_ns / BS_NS_PER_MS + (next_at_ns % BS_NS_PER_MS != 0);
-	if (ms >= (1ull << (64 - BS_FAIL_BITS)))
-		ms = (1ull << (64 - BS_FAIL_BITS)) - 1;
+	if (ms >= (1ull << (64 - BS_STATE_SHIFT)))
+		ms = (1ull << (64 - BS_STATE_SHIFT)) - 1;
 	if (failures > BS_FAIL_MAX)
 		failures = BS_FAIL_MAX;
-	return ms << BS_FAIL_BITS | failures;
+	return ms << BS_STATE_SHIFT | failures;
 }
 
 uint32_t bs_state_failures(uint64_t s)
@@ -26,7 +26,12 @@ uint32_t bs_state_failures(uint64_t s)
 
 uint64_t bs_state_next_at(uint64_t s)
 {
-	return (s >> BS_FAIL_BITS) * BS_NS_PER_MS;
+	return (s >> BS_STATE_SHIFT) * BS_NS_PER_MS;
+}
+
+int bs_state_open(uint64_t s)
+{
+	return bs_state_failures(s) == 0 || (s & BS_PROBATION);
 }
 
 uint64_t bs_probe_make(uint64_t stale_at_ns, uint32_t tid)
@@ -49,6 +54,8 @@ uint32_t bs_probe_tid(uint64_t p)
 
 struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key)
 {
+	if (!atomic_load_explicit(&t->used, memory_order_acquire))
+		return 0;
 	unsigned b = bucket_of(key);
 	for (unsigned i = 0; i < BS_TABLE_WAYS; i++)
 		if (atomic_load_explicit(&t->keys[b + i], memory_order_acquire) == key)
@@ -104,6 +111,7 @@ struct bs_entry *bs_table_claim(struct bs_table *t, uint64_t key, uint64_t now,
 				continue;
 			if (!atomic_compare_exchange_strong(k, &old, key))
 				continue;
+			atomic_store(&t->used, 1);
 			reset(&t->entries[b + i], now);
 			/* If another thread inserted the same key at a lower
 			 * index meanwhile, the lowest index wins: give ours back. */
@@ -134,6 +142,16 @@ int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t next_at_ns,
 uint32_t bs_entry_ok(struct bs_entry *e)
 {
 	uint64_t old = atomic_exchange(&e->state, 0);
+	return bs_state_failures(old);
+}
+
+uint32_t bs_entry_connected(struct bs_entry *e)
+{
+	uint64_t old = atomic_load(&e->state);
+	while (bs_state_failures(old) &&
+	       !atomic_compare_exchange_weak(&e->state, &old,
+					     bs_state_failures(old) | BS_PROBATION))
+		;
 	return bs_state_failures(old);
 }
 

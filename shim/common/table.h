@@ -26,10 +26,15 @@
 #define BS_TABLE_BUCKETS 512u /* 4096 entries */
 #define BS_TABLE_SLOTS (BS_TABLE_WAYS * BS_TABLE_BUCKETS)
 
-/* state word: next allowed attempt (ms, monotonic, rounded up) << 20 |
- * consecutive failures (saturating at 2^20 - 1). 0 = healthy. */
+/* state word: next allowed attempt (ms, monotonic, rounded up) << 21 |
+ * probation << 20 | consecutive failures (saturating at 2^20 - 1).
+ * 0 = healthy. Probation: the last attempt connected but the connection has
+ * not yet proved healthy (no byte from the peer yet); new attempts may go,
+ * and a failure continues the count instead of starting over. */
 #define BS_FAIL_BITS 20
 #define BS_FAIL_MAX ((1u << BS_FAIL_BITS) - 1)
+#define BS_PROBATION (1ull << BS_FAIL_BITS)
+#define BS_STATE_SHIFT (BS_FAIL_BITS + 1)
 
 /* probe word: 0 = no attempt in flight; else stale-at (ms) << 22 | tid. */
 #define BS_TID_BITS 22
@@ -44,11 +49,13 @@ struct bs_entry {
 };
 
 struct bs_table {
+	_Atomic uint32_t used; /* set once anything was ever inserted */
 	_Alignas(64) _Atomic uint64_t keys[BS_TABLE_SLOTS];
 	_Alignas(64) struct bs_entry entries[BS_TABLE_SLOTS];
 };
 
-/* Find key; NULL if it has no entry (the destination is healthy). */
+/* Find key; NULL if it has no entry (the destination is healthy). Until a
+ * first destination has failed this is a single load. */
 struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key);
 
 /* Find or insert key. `idle` (ns) is how long past its next allowed time a
@@ -63,6 +70,8 @@ int bs_table_owns(struct bs_table *t, const struct bs_entry *e, uint64_t key);
 uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures);
 uint32_t bs_state_failures(uint64_t s);
 uint64_t bs_state_next_at(uint64_t s); /* ns */
+/* May a new attempt start without waiting (healthy or on probation)? */
+int bs_state_open(uint64_t s);
 
 /* Publish a failure if nobody published anything since `seen` was read.
  * Returns 1 if this call moved the state, 0 if another outcome won. */
@@ -71,6 +80,10 @@ int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t next_at_ns,
 
 /* Mark healthy. Returns the number of failures it cleared. */
 uint32_t bs_entry_ok(struct bs_entry *e);
+
+/* An attempt connected: put a failing destination on probation (failures
+ * kept, no wait). Returns the failure count. */
+uint32_t bs_entry_connected(struct bs_entry *e);
 
 /* probe word helpers */
 uint64_t bs_probe_make(uint64_t stale_at_ns, uint32_t tid);

@@ -1,11 +1,29 @@
 /* connect(): the interposed entry point. Classifies the call and hands
  * destinations the shim cares about to the engine; everything else goes
- * straight to libc. */
+ * straight to libc. A repeated connect() on a socket whose non-blocking
+ * connect is in flight is how some clients (hiredis) learn its outcome. */
 #include "addr.h"
 #include "real.h"
 #include "shim.h"
 
+#include <errno.h>
 #include <sys/socket.h>
+
+static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		    socklen_t len)
+{
+	int r = bs_real_connect(fd, addr, len);
+	int err = errno;
+	if (r == 0 || err == EISCONN) {
+		bs_nb_outcome(cfg, fd, 0);
+	} else if (err != EALREADY && err != EINPROGRESS && err != EINTR) {
+		int res = bs_nb_outcome(cfg, fd, err);
+		/* reconnected: say so the way the kernel says "connected" */
+		err = res ? res : EISCONN;
+	}
+	errno = err;
+	return r;
+}
 
 __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr *addr,
 						   socklen_t len)
@@ -23,5 +41,16 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 	default:
 		return bs_real_connect(fd, addr, len);
 	}
-	return bs_engine_connect(cfg, fd, addr, len, bs_addr_key(addr, len));
+	uint64_t key = bs_addr_key(addr, len);
+	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (st == BS_FD_FAILED) {
+		/* poll() read the error away; the kernel would report ECONNABORTED */
+		int err = bs_fd_take_err(bs_fds(), fd);
+		if (err)
+			return errno = err, -1;
+	}
+	if (st == BS_FD_CONNECTING &&
+	    atomic_load(&bs_fd_slot(bs_fds(), fd)->key) == key)
+		return repeated(cfg, fd, addr, len);
+	return bs_engine_connect(cfg, fd, addr, len, key);
 }

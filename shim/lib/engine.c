@@ -34,6 +34,7 @@ struct call {
 	uint32_t attempts;  /* failed rounds this call lived through */
 	uint32_t seen_fail; /* destination's failure count last seen */
 	int last_err;
+	int fallback;       /* the program has other addresses of the name */
 };
 
 static uint64_t min64(uint64_t a, uint64_t b)
@@ -48,21 +49,6 @@ static void line_dest(struct bs_line *l, const struct call *c)
 	bs_line_str(l, "connect ");
 	bs_line_str(l, name);
 	bs_line_str(l, ": ");
-}
-
-static void log_wait(const struct call *c, int err, uint32_t failures, uint64_t wait)
-{
-	if (!bs_log_enabled(BS_LOG_INFO))
-		return;
-	struct bs_line l;
-	bs_line_start(&l);
-	line_dest(&l, c);
-	bs_line_str(&l, bs_errno_msg(err));
-	bs_line_str(&l, " (attempt ");
-	bs_line_u64(&l, failures);
-	bs_line_str(&l, "), next attempt in ");
-	bs_line_dur(&l, wait);
-	bs_line_emit(&l, BS_LOG_INFO);
 }
 
 static int give_up(const struct call *c, const char *why)
@@ -86,44 +72,24 @@ static int give_up(const struct call *c, const char *why)
 	return -1;
 }
 
-static void log_connected(const struct call *c, uint32_t cleared)
-{
-	if (!cleared || !bs_log_enabled(BS_LOG_INFO))
-		return;
-	struct bs_line l;
-	bs_line_start(&l);
-	line_dest(&l, c);
-	bs_line_str(&l, "connected after ");
-	bs_line_u64(&l, cleared);
-	bs_line_str(&l, cleared == 1 ? " failed attempt" : " failed attempts");
-	bs_line_emit(&l, BS_LOG_INFO);
-}
-
-/* Announce a change of the entry to everyone waiting on it. */
-static void publish(struct bs_entry *e)
-{
-	bs_entry_bump(e);
-	bs_wake((const uint32_t *)&e->seq);
-}
-
-/* Record a failed attempt that started at `t0` on state `seen`. The wait
- * that follows is drawn here; the caller that wins the race logs it. */
+/* A failure of this call's attempt; when it ends the call's budget, the
+ * give-up line says so instead of announcing a wait that will not happen,
+ * and when the program has other addresses to try, nothing is announced. */
 static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 			   uint64_t delay, int err)
 {
-	uint32_t f = bs_state_failures(seen) + 1;
-	uint64_t now = bs_now();
-	c->last_err = err;
 	uint64_t next = t0 + delay;
-	if (bs_entry_fail(c->e, seen, next, f, err, now)) {
-		/* When this failure ends the call's budget, the give-up line
-		 * says so instead of announcing a wait that will not happen. */
-		int last = (c->cfg->max_attempts && c->attempts + 1 >= c->cfg->max_attempts) ||
-			   next >= c->budget_end || next >= c->prog_end;
-		if (!last)
-			log_wait(c, err, f, next > now ? next - now : 0);
-		publish(c->e);
-	}
+	int quiet = (c->cfg->max_attempts && c->attempts + 1 >= c->cfg->max_attempts) ||
+		    next >= c->budget_end || next >= c->prog_end || c->fallback;
+	struct bs_dest d = {c->key, c->addr, c->len};
+	c->last_err = err;
+	bs_dest_failed(c->e, &d, seen, t0, delay, err, quiet);
+}
+
+static void connected(struct call *c, uint64_t t0)
+{
+	struct bs_dest d = {c->key, c->addr, c->len};
+	bs_dest_connected(c->cfg, &d, c->fd, t0);
 }
 
 /* Sleep on the entry until `until`, unless its state moves first. Returns
@@ -154,14 +120,13 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, int *d
 	*done = 1;
 	switch (r) {
 	case BS_ATT_OK:
-		log_connected(c, bs_entry_ok(c->e));
 		bs_probe_release(c->e, mine);
-		publish(c->e);
+		connected(c, now);
 		return 0;
 	case BS_ATT_PROG_TIMEOUT:
 	case BS_ATT_EINTR:
 		bs_probe_release(c->e, mine);
-		publish(c->e);
+		bs_publish(c->e);
 		errno = r == BS_ATT_EINTR ? EINTR : EINPROGRESS;
 		return -1;
 	case BS_ATT_CUT:
@@ -170,16 +135,38 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, int *d
 	case BS_ATT_FAIL:
 		if (!bs_config_retries(c->cfg, err)) {
 			bs_probe_release(c->e, mine);
-			publish(c->e);
+			bs_publish(c->e);
 			errno = err;
 			return -1;
 		}
 		record_failure(c, s, now, delay, err);
 		bs_probe_release(c->e, mine);
-		publish(c->e);
+		bs_publish(c->e);
+		if (c->fallback) {
+			errno = err;
+			return -1;
+		}
 		*done = 0;
 		return -1;
 	}
+	return -1;
+}
+
+/* One plain attempt with its outcome recorded, no waiting (the program has
+ * other addresses of the name to try). */
+static int retry_loop_once(struct call *c)
+{
+	uint64_t t0 = bs_now(), s = atomic_load(&c->e->state);
+	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
+		connected(c, t0);
+		return 0;
+	}
+	int err = errno;
+	if (bs_config_retries(c->cfg, err))
+		record_failure(c, s, t0, bs_policy_delay(&c->cfg->policy,
+							 bs_state_failures(s) + 1,
+							 bs_policy_unit(bs_random())), err);
+	errno = err;
 	return -1;
 }
 
@@ -205,15 +192,20 @@ static int retry_loop(struct call *c)
 		if (now >= c->prog_end)
 			return give_up(c, "the program's SO_SNDTIMEO expired");
 
-		if (f == 0) {
-			/* Healthy again (someone else got through): a plain
-			 * connect, exactly as on the fast path. */
-			if (bs_real_connect(c->fd, c->addr, c->len) == 0)
+		if (bs_state_open(s)) {
+			/* Healthy, or on probation after someone got through:
+			 * a plain connect, exactly as on the fast path. */
+			if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
+				connected(c, now);
 				return 0;
+			}
 			int err = errno;
 			if (!bs_config_retries(c->cfg, err))
 				return -1;
-			record_failure(c, s, now, bs_policy_delay(&c->cfg->policy, 1, 0.0), err);
+			record_failure(c, s, now, bs_policy_delay(&c->cfg->policy, f + 1,
+								  bs_policy_unit(bs_random())), err);
+			if (c->fallback)
+				return errno = err, -1;
 			continue;
 		}
 		if (f != prev || !c->last_err)
@@ -267,19 +259,30 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	uint64_t t0 = 0;
 	int err = 0;
 
-	if (bs_state_failures(s) == 0) {
+	if (bs_state_open(s)) {
+		/* The fast path: the program's own connect. */
 		t0 = bs_now();
 		int r = bs_real_connect(fd, addr, len);
-		if (r == 0)
-			return 0; /* errno untouched by a successful call */
+		if (r == 0) {
+			struct bs_dest d = {key, addr, len};
+			bs_dest_connected(cfg, &d, fd, t0);
+			errno = saved;
+			return 0;
+		}
 		err = errno;
-		if (!bs_config_retries(cfg, err) || !bs_sock_is_blocking_stream(fd)) {
+		if (err == EINPROGRESS)
+			return bs_nb_started(cfg, fd, addr, len, key, t0);
+		if (!bs_config_retries(cfg, err))
+			return -1;
+		if (!bs_sock_is_blocking_stream(fd)) {
+			struct bs_dest d = {key, addr, len};
+			bs_dest_failed_later(cfg, &d, t0, err);
 			errno = err;
 			return -1;
 		}
 	} else if (!bs_sock_is_blocking_stream(fd)) {
 		errno = saved;
-		return bs_real_connect(fd, addr, len);
+		return bs_nb_connect(cfg, fd, addr, len, key);
 	}
 
 	struct call c = {
@@ -287,6 +290,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		.tid = bs_gettid(), .budget_end = BS_NEVER, .prog_end = BS_NEVER,
 	};
 	c.start = t0 ? t0 : bs_now();
+	c.fallback = bs_res_has_alternative(bs_res(), key, c.start, BS_RES_HORIZON);
 	if (cfg->max_elapsed)
 		c.budget_end = c.start + cfg->max_elapsed;
 	c.prog_has_tv = bs_sock_sndtimeo(fd, &c.prog_tv);
@@ -300,8 +304,19 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		return err ? -1 : bs_real_connect(fd, addr, len);
 	}
 	if (err) {
-		/* The plain attempt failed: that is failure number one. */
-		record_failure(&c, s, t0, bs_policy_delay(&cfg->policy, 1, 0.0), err);
+		/* The plain attempt failed: that is one more failure. */
+		uint32_t f = bs_state_failures(s);
+		record_failure(&c, s, t0, bs_policy_delay(&cfg->policy, f + 1,
+							  bs_policy_unit(bs_random())), err);
+		if (c.fallback) {
+			errno = err; /* the program has other addresses to try */
+			return -1;
+		}
+	} else if (c.fallback) {
+		/* Backing off, but the program can go elsewhere: no wait. */
+		errno = saved;
+		c.seen_fail = bs_state_failures(s);
+		return retry_loop_once(&c);
 	} else {
 		c.last_err = (int)atomic_load(&c.e->last_err);
 	}

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
@@ -16,6 +18,8 @@ enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
 static _Atomic int g_state;
 static struct bs_config g_cfg;
 static struct bs_table g_table;
+struct bs_fdtab bs_fdtab_g;
+static struct bs_restab g_res;
 static uint64_t g_seed;
 static _Atomic uint64_t g_draws;
 
@@ -88,6 +92,21 @@ static void open_log(void)
 	bs_log_setup((enum bs_level)g_cfg.log_level, fd);
 }
 
+/* The fd table: one slot per possible fd, sized from RLIMIT_NOFILE (hard
+ * limit, capped), in untouched anonymous memory until used. */
+static void setup_fds(void)
+{
+	struct rlimit rl;
+	rlim_t n = 1u << 16;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		n = rl.rlim_max == RLIM_INFINITY ? (1u << 20) : rl.rlim_max;
+	if (n > (1u << 20))
+		n = 1u << 20;
+	void *m = mmap(NULL, (size_t)n * sizeof(struct bs_fdslot), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	bs_fdtab_init(&bs_fdtab_g, m == MAP_FAILED ? NULL : m, (unsigned)n);
+}
+
 static void init(void)
 {
 	int expect = ST_NONE;
@@ -127,6 +146,7 @@ static void init(void)
 			memcpy(r, at, sizeof r);
 		g_seed = r[0] ^ bs_mix64(r[1] ^ (uint64_t)getpid());
 	}
+	setup_fds();
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }
@@ -152,6 +172,11 @@ const struct bs_config *bs_active(void)
 struct bs_table *bs_tab(void)
 {
 	return &g_table;
+}
+
+struct bs_restab *bs_res(void)
+{
+	return &g_res;
 }
 
 uint64_t bs_random(void)

@@ -15,10 +15,22 @@
 #include <sys/socket.h>
 
 #include "config.h"
+#include "fdtab.h"
+#include "resolv.h"
 #include "table.h"
+
+/* How long a name resolution is remembered for multi-address fallback. */
+#define BS_RES_HORIZON (30 * BS_NS_PER_SEC)
 
 const struct bs_config *bs_active(void);
 struct bs_table *bs_tab(void);
+/* The fd table, read directly on the hot path of every read/write. */
+extern struct bs_fdtab bs_fdtab_g __attribute__((visibility("hidden")));
+static inline struct bs_fdtab *bs_fds(void)
+{
+	return &bs_fdtab_g;
+}
+struct bs_restab *bs_res(void);
 /* Next value of the (seeded) random stream, lock-free. */
 uint64_t bs_random(void);
 
@@ -26,5 +38,46 @@ uint64_t bs_random(void);
  * AF_INET/AF_INET6 (or enabled AF_UNIX) destination. */
 int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key);
+
+/* outcome.c: what any wrapper learned about a destination, published to
+ * the table, the fd table, the resolution records and the log. */
+struct bs_dest {
+	uint64_t key;
+	const struct sockaddr *addr; /* for log lines; may be NULL */
+	socklen_t len;
+};
+/* A failed attempt that started at t0 on state `seen`, to be followed by a
+ * wait of `delay` (counted from t0). Logs the wait unless quiet. Returns 1
+ * if this call moved the state (then it also published it). */
+int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+		   uint64_t t0, uint64_t delay, int err, int quiet);
+/* Failure learned after the fact (EOF before the first byte, send error). */
+void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+			  uint64_t t0, int err);
+/* An attempt on fd connected (probation until the first byte). */
+void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
+		       uint64_t t0);
+/* The first byte arrived, or the connection lived healthy_after. */
+void bs_dest_healthy(uint64_t key);
+/* Announce a change of the entry to everyone waiting on it. */
+void bs_publish(struct bs_entry *e);
+
+/* nonblock.c: non-blocking sockets. bs_nb_started: the program's connect
+ * returned EINPROGRESS at t0 (track it); bs_nb_connect: a connect to a
+ * destination in backoff. Both return what connect() returns. */
+int bs_nb_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		  socklen_t len, uint64_t key, uint64_t t0);
+int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		  socklen_t len, uint64_t key);
+/* The program learned err (0 = connected) for a tracked connecting fd.
+ * Returns the error the program should see (0 = connected). May block in
+ * retry mode. */
+int bs_nb_outcome(const struct bs_config *cfg, int fd, int err);
+/* sendto(MSG_FASTOPEN): a connect and a send in one call. */
+ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
+		    const struct sockaddr *addr, socklen_t len);
+/* io.c: is this fd's destination the same socket the slot describes?
+ * (Checked on the rare path only: an error, EOF, the first byte.) */
+int bs_io_same_peer(int fd, uint64_t key, int err);
 
 #endif

@@ -52,7 +52,7 @@ static void set_timeout(int fd, uint64_t ns)
 
 /* Abort a handshake left running by a timed-out connect, and read away the
  * ECONNRESET that the abort leaves pending. */
-static void abort_handshake(int fd)
+void bs_sock_abort(int fd)
 {
 	struct sockaddr sa;
 	memset(&sa, 0, sizeof sa);
@@ -86,7 +86,7 @@ enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t l
 				res = BS_ATT_PROG_TIMEOUT;
 				break;
 			}
-			abort_handshake(fd);
+			bs_sock_abort(fd);
 			res = BS_ATT_CUT;
 			break;
 		}

@@ -41,6 +41,10 @@ enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t l
 				const struct timeval *prog_tv, int prog_has_tv,
 				int *err);
 
+/* Abort a handshake in progress (connect(AF_UNSPEC)) and read away the
+ * error that leaves pending, so the socket can connect again. */
+void bs_sock_abort(int fd);
+
 uint32_t bs_gettid(void);
 /* Is thread tid of this process still alive? */
 int bs_thread_alive(uint32_t tid);

@@ -1,0 +1,73 @@
+/* resolv: resolution records. See resolv.h. */
+#include "resolv.h"
+
+void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now)
+{
+	struct bs_res *r = &t->rec[atomic_fetch_add(&t->next, 1) % BS_RES_RECORDS];
+	unsigned m = 0;
+	atomic_store(&r->stamp, 0);
+	for (unsigned i = 0; i < n && m < BS_RES_KEYS; i++) {
+		int dup = 0;
+		for (unsigned j = 0; j < m; j++)
+			dup |= atomic_load(&r->keys[j]) == keys[i];
+		if (!dup && keys[i])
+			atomic_store(&r->keys[m++], keys[i]);
+	}
+	atomic_store(&r->n, m);
+	atomic_store(&r->cand, 0);
+	atomic_store(&r->stamp, now ? now : 1);
+}
+
+/* The newest live record holding key, and key's index in it. */
+static struct bs_res *find(struct bs_restab *t, uint64_t key, uint64_t now,
+			   uint64_t horizon, unsigned *idx)
+{
+	struct bs_res *best = 0;
+	uint64_t best_stamp = 0;
+	for (unsigned r = 0; r < BS_RES_RECORDS; r++) {
+		struct bs_res *x = &t->rec[r];
+		uint64_t st = atomic_load(&x->stamp);
+		if (!st || st <= best_stamp || (now > st && now - st > horizon))
+			continue;
+		unsigned n = atomic_load(&x->n);
+		for (unsigned i = 0; i < n && i < BS_RES_KEYS; i++) {
+			if (atomic_load(&x->keys[i]) != key)
+				continue;
+			if (atomic_load(&x->stamp) != st)
+				break; /* rewritten meanwhile */
+			best = x;
+			best_stamp = st;
+			*idx = i;
+			break;
+		}
+	}
+	return best;
+}
+
+void bs_res_mark(struct bs_restab *t, uint64_t key, enum bs_cand c, uint64_t now,
+		 uint64_t horizon)
+{
+	unsigned i;
+	struct bs_res *r = find(t, key, now, horizon, &i);
+	if (!r)
+		return;
+	uint32_t old = atomic_load(&r->cand), want;
+	do
+		want = (old & ~(3u << (2 * i))) | (uint32_t)c << (2 * i);
+	while (!atomic_compare_exchange_weak(&r->cand, &old, want));
+}
+
+int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t now,
+			   uint64_t horizon)
+{
+	unsigned i;
+	struct bs_res *r = find(t, key, now, horizon, &i);
+	if (!r)
+		return 0;
+	unsigned n = atomic_load(&r->n);
+	uint32_t cand = atomic_load(&r->cand);
+	for (unsigned j = 0; j < n && j < BS_RES_KEYS; j++)
+		if (j != i && ((cand >> (2 * j)) & 3u) != BS_CAND_FAILED)
+			return 1;
+	return 0;
+}

@@ -1,0 +1,48 @@
+/*
+ * resolv: which destinations came from one name resolution, and how far the
+ * program has got through them.
+ *
+ * Promise: atomics only, fixed size, no allocation, no syscalls. A record
+ * holds up to BS_RES_KEYS destination keys from one getaddrinfo() result,
+ * each untried, in flight, failed or connected. A record is consulted for
+ * `horizon` ns after it was made (programs such as CPython free the result
+ * before connecting), and the newest record holding a key wins. A record
+ * being rewritten while read is detected by its stamp and ignored.
+ */
+#ifndef BS_RESOLV_H
+#define BS_RESOLV_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define BS_RES_RECORDS 64
+#define BS_RES_KEYS 16
+
+enum bs_cand { BS_CAND_UNTRIED = 0, BS_CAND_INFLIGHT = 1, BS_CAND_FAILED = 2, BS_CAND_CONNECTED = 3 };
+
+struct bs_res {
+	_Atomic uint64_t stamp; /* ns when made; 0 while being written */
+	_Atomic uint64_t keys[BS_RES_KEYS];
+	_Atomic uint32_t n;
+	_Atomic uint32_t cand; /* 2 bits per key */
+};
+
+struct bs_restab {
+	_Atomic uint64_t next;
+	struct bs_res rec[BS_RES_RECORDS];
+};
+
+/* Remember one resolution (duplicates dropped; at most BS_RES_KEYS kept). */
+void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now);
+
+/* Set the candidate state of key in its newest live record. */
+void bs_res_mark(struct bs_restab *t, uint64_t key, enum bs_cand c, uint64_t now,
+		 uint64_t horizon);
+
+/* Does key's newest live record hold another candidate that is untried, in
+ * flight or connected? Then a failure of key must not be waited on: the
+ * program has somewhere else to go. */
+int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t now,
+			   uint64_t horizon);
+
+#endif

@@ -1,0 +1,58 @@
+/* close, dup2, dup3, close_range, closefrom: keep the fd table in step with
+ * the program's descriptors. Untracked fds cost one load. */
+#include "clock.h"
+#include "real.h"
+#include "shim.h"
+
+#include <linux/close_range.h>
+
+/* A connection closed by the program after living healthy_after counts as
+ * healthy; one closed earlier proves nothing either way. */
+static void forget(int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	const struct bs_config *cfg = bs_active();
+	if (cfg && atomic_load(&s->state) == BS_FD_PROBATION &&
+	    bs_now() - atomic_load(&s->since) >= cfg->healthy_after)
+		bs_dest_healthy(atomic_load(&s->key));
+	bs_fd_clear(bs_fds(), fd);
+}
+
+__attribute__((visibility("default"))) int close(int fd)
+{
+	if (bs_fd_state(bs_fds(), fd) != BS_FD_NONE)
+		forget(fd); /* before the number can be reused */
+	return bs_real_close(fd);
+}
+
+__attribute__((visibility("default"))) int dup2(int from, int to)
+{
+	int r = bs_real_dup2(from, to);
+	if (r >= 0)
+		bs_fd_copy(bs_fds(), from, to);
+	return r;
+}
+
+__attribute__((visibility("default"))) int dup3(int from, int to, int flags)
+{
+	int r = bs_real_dup3(from, to, flags);
+	if (r >= 0)
+		bs_fd_copy(bs_fds(), from, to);
+	return r;
+}
+
+__attribute__((visibility("default"))) int close_range(unsigned first, unsigned last,
+						       int flags)
+{
+	int r = bs_real_close_range(first, last, flags);
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+		bs_fd_clear_range(bs_fds(), first, last);
+	return r;
+}
+
+__attribute__((visibility("default"))) void closefrom(int lowfd)
+{
+	bs_real_closefrom(lowfd);
+	if (lowfd >= 0)
+		bs_fd_clear_range(bs_fds(), (unsigned)lowfd, ~0u);
+}

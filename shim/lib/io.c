@@ -1,0 +1,286 @@
+/*
+ * io: the read side (read, readv, recv, recvfrom, recvmsg and their
+ * _FORTIFY_SOURCE variants) and the send side (write, writev, send, sendto,
+ * sendmsg). An fd the shim does not watch costs one load. A watched fd:
+ *  - connecting (non-blocking): the call may be where the program learns
+ *    the outcome;
+ *  - on probation: the first byte proves the destination healthy; EOF or a
+ *    reset before it counts as a failure;
+ *  - send errors (EPIPE, ECONNRESET, ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH)
+ *    record a failure so the next reconnect is paced. TCP data is never
+ *    resent; a datagram refused on a blocking connected UDP socket is sent
+ *    again after the destination's wait (never dropped silently).
+ */
+#include "addr.h"
+#include "clock.h"
+#include "policy.h"
+#include "real.h"
+#include "shim.h"
+#include "sock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define API __attribute__((visibility("default")))
+
+enum op_kind { OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG };
+
+struct op { /* a send-side call, so that it can be made again */
+	enum op_kind kind;
+	int fd, flags, cnt;
+	const void *buf;
+	size_t n;
+	const struct iovec *iov;
+	const struct msghdr *msg;
+	const struct sockaddr *addr;
+	socklen_t alen;
+};
+
+static ssize_t redo(const struct op *o)
+{
+	switch (o->kind) {
+	case OP_WRITE: return bs_real_write(o->fd, o->buf, o->n);
+	case OP_WRITEV: return bs_real_writev(o->fd, o->iov, o->cnt);
+	case OP_SEND: return bs_real_send(o->fd, o->buf, o->n, o->flags);
+	case OP_SENDTO: return bs_real_sendto(o->fd, o->buf, o->n, o->flags, o->addr, o->alen);
+	case OP_SENDMSG: return bs_real_sendmsg(o->fd, o->msg, o->flags);
+	}
+	return -1;
+}
+
+static int sock_type(int fd)
+{
+	int t = 0;
+	socklen_t l = sizeof t;
+	syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &t, &l);
+	return t;
+}
+
+int bs_io_same_peer(int fd, uint64_t key, int err)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof ss;
+	if (syscall(SYS_getpeername, fd, &ss, &l) == 0)
+		return bs_addr_key((struct sockaddr *)&ss, l) == key;
+	/* a reset socket has no peer any more; only a socket reports these */
+	return err == ECONNRESET || err == ETIMEDOUT || err == EPIPE || err == EHOSTUNREACH;
+}
+
+static struct bs_dest dest_of(struct bs_fdslot *s)
+{
+	struct bs_dest d = {atomic_load(&s->key), (const struct sockaddr *)s->addr, s->addrlen};
+	if (!d.len)
+		d.addr = NULL;
+	return d;
+}
+
+/* After a read-side call on a connecting or probation fd. */
+static ssize_t read_done(int fd, unsigned st, ssize_t r)
+{
+	int err = errno;
+	const struct bs_config *cfg = bs_active();
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	if (!cfg || !s)
+		return errno = err, r;
+	if (st == BS_FD_CONNECTING) {
+		if (r >= 0)
+			bs_nb_outcome(cfg, fd, 0);
+		else if (err != EAGAIN && err != EINTR && bs_config_retries(cfg, err)) {
+			int res = bs_nb_outcome(cfg, fd, err);
+			return errno = res ? res : EAGAIN, -1; /* reconnected: nothing yet */
+		}
+		if (r <= 0)
+			return errno = err, r;
+		st = BS_FD_PROBATION;
+	}
+	struct bs_dest d = dest_of(s);
+	int bad = r == 0 || (r < 0 && (err == ECONNRESET || err == ETIMEDOUT ||
+				       err == EPIPE || err == ECONNREFUSED));
+	if (r > 0 || bad) {
+		int stream = sock_type(fd) == SOCK_STREAM;
+		if (!bs_io_same_peer(fd, d.key, err)) {
+			bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
+		} else if (r > 0 || (!stream && r == 0)) {
+			bs_dest_healthy(d.key);
+			bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
+		} else if (stream || err == ECONNREFUSED) {
+			/* closed or reset before a single byte: a failed attempt */
+			bs_dest_failed_later(cfg, &d, atomic_load(&s->call_start),
+					     r == 0 ? ECONNRESET : err);
+			if (stream)
+				bs_fd_clear(bs_fds(), fd);
+		}
+	} else if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
+		bs_dest_healthy(d.key);
+		bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
+	}
+	errno = err;
+	return r;
+}
+
+static int send_error(int err)
+{
+	return err == EPIPE || err == ECONNRESET || err == ECONNREFUSED || err == ETIMEDOUT ||
+	       err == EHOSTUNREACH;
+}
+
+/* A datagram refused (ICMP port unreachable) on a connected UDP socket. */
+static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof ss;
+	if (sock_type(o->fd) != SOCK_DGRAM ||
+	    syscall(SYS_getpeername, o->fd, &ss, &l) != 0 ||
+	    bs_addr_kind((struct sockaddr *)&ss, l) != BS_ADDR_INET)
+		return errno = ECONNREFUSED, -1;
+	struct bs_dest d = {bs_addr_key((struct sockaddr *)&ss, l), (struct sockaddr *)&ss, l};
+	uint64_t start = bs_now(), end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
+	bs_dest_failed_later(cfg, &d, start, ECONNREFUSED);
+	long fl = syscall(SYS_fcntl, o->fd, F_GETFL);
+	if (fl < 0 || (fl & O_NONBLOCK) || (o->flags & MSG_DONTWAIT))
+		return errno = ECONNREFUSED, -1; /* the program hears of it */
+	for (uint32_t n = 1; !cfg->max_attempts || n < cfg->max_attempts; n++) {
+		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
+		if (e) {
+			uint64_t s = atomic_load(&e->state), next = bs_state_next_at(s);
+			if (next >= end)
+				break;
+			uint32_t seq = atomic_load(&e->seq);
+			if (bs_now() < next)
+				bs_wait((const uint32_t *)&e->seq, seq, next);
+			if (bs_now() < next)
+				continue; /* woken early (signal, publish): re-check */
+		}
+		ssize_t r = redo(o);
+		if (r >= 0 || errno != ECONNREFUSED)
+			return r;
+		bs_dest_failed_later(cfg, &d, bs_now(), ECONNREFUSED);
+	}
+	return errno = ECONNREFUSED, -1;
+}
+
+/* After a send-side call that failed, or on a connecting/probation fd. */
+static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
+{
+	int err = errno;
+	const struct bs_config *cfg = bs_active();
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), o->fd);
+	if (!cfg)
+		return errno = err, r;
+	if (st == BS_FD_NONE || !s) {
+		if (r < 0 && err == ECONNREFUSED)
+			return udp_refused(cfg, o);
+		return errno = err, r;
+	}
+	if (st == BS_FD_CONNECTING) {
+		if (r >= 0) {
+			bs_nb_outcome(cfg, o->fd, 0);
+			return errno = err, r;
+		}
+		if (err == EAGAIN || err == EINTR || !bs_config_retries(cfg, err) ||
+		    (err = bs_nb_outcome(cfg, o->fd, err)) != 0)
+			return errno = err, -1;
+		return redo(o); /* now connected: nothing was ever sent */
+	}
+	if (r >= 0) {
+		if (st == BS_FD_PROBATION &&
+		    bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
+			bs_dest_healthy(atomic_load(&s->key));
+			bs_fd_set(bs_fds(), o->fd, BS_FD_HEALTHY, bs_now());
+		}
+		return errno = err, r;
+	}
+	if (send_error(err) && bs_io_same_peer(o->fd, atomic_load(&s->key), err)) {
+		struct bs_dest d = dest_of(s);
+		if (sock_type(o->fd) != SOCK_STREAM)
+			return udp_refused(cfg, o);
+		bs_dest_failed_later(cfg, &d, bs_now(), err);
+		bs_fd_clear(bs_fds(), o->fd);
+	}
+	return errno = err, r;
+}
+
+/* ---- the read side ---- */
+
+static int watch_read(int fd, unsigned *st)
+{
+	*st = bs_fd_state(bs_fds(), fd);
+	return *st == BS_FD_CONNECTING || *st == BS_FD_PROBATION;
+}
+
+#define READ_WRAP(call)                                                  \
+	unsigned st;                                                     \
+	if (!watch_read(fd, &st))                                        \
+		return call;                                             \
+	ssize_t r = call;                                                \
+	return read_done(fd, st, r)
+
+API ssize_t read(int fd, void *b, size_t n) { READ_WRAP(bs_real_read(fd, b, n)); }
+API ssize_t readv(int fd, const struct iovec *v, int c) { READ_WRAP(bs_real_readv(fd, v, c)); }
+API ssize_t recv(int fd, void *b, size_t n, int f) { READ_WRAP(bs_real_recv(fd, b, n, f)); }
+API ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
+{
+	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al));
+}
+API ssize_t recvmsg(int fd, struct msghdr *m, int f) { READ_WRAP(bs_real_recvmsg(fd, m, f)); }
+
+/* _FORTIFY_SOURCE builds call these instead; the size check is libc's. */
+API ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
+{
+	if (n > bl)
+		__builtin_trap();
+	READ_WRAP(bs_real_read(fd, b, n));
+}
+API ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int f)
+{
+	if (n > bl)
+		__builtin_trap();
+	READ_WRAP(bs_real_recv(fd, b, n, f));
+}
+API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct sockaddr *a,
+			   socklen_t *al)
+{
+	if (n > bl)
+		__builtin_trap();
+	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al));
+}
+
+/* ---- the send side ---- */
+
+#define SEND_WRAP(...)                                                   \
+	struct op o = {__VA_ARGS__};                                     \
+	unsigned st = bs_fd_state(bs_fds(), fd);                         \
+	ssize_t r = redo(&o);                                            \
+	if ((r >= 0 && (st == BS_FD_NONE || st == BS_FD_HEALTHY)) ||     \
+	    (r < 0 && st == BS_FD_NONE && errno != ECONNREFUSED))        \
+		return r;                                                \
+	return send_done(&o, st, r)
+
+API ssize_t write(int fd, const void *b, size_t n)
+{
+	SEND_WRAP(.kind = OP_WRITE, .fd = fd, .buf = b, .n = n);
+}
+API ssize_t writev(int fd, const struct iovec *v, int c)
+{
+	SEND_WRAP(.kind = OP_WRITEV, .fd = fd, .iov = v, .cnt = c);
+}
+API ssize_t send(int fd, const void *b, size_t n, int f)
+{
+	SEND_WRAP(.kind = OP_SEND, .fd = fd, .buf = b, .n = n, .flags = f);
+}
+API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr *a,
+		   socklen_t al)
+{
+	const struct bs_config *cfg;
+	if ((f & MSG_FASTOPEN) && a && (cfg = bs_active()) &&
+	    bs_addr_kind(a, al) == BS_ADDR_INET)
+		return bs_fastopen(cfg, fd, b, n, f, a, al);
+	SEND_WRAP(.kind = OP_SENDTO, .fd = fd, .buf = b, .n = n, .flags = f, .addr = a,
+		  .alen = al);
+}
+API ssize_t sendmsg(int fd, const struct msghdr *m, int f)
+{
+	SEND_WRAP(.kind = OP_SENDMSG, .fd = fd, .msg = m, .flags = f);
+}

@@ -1,0 +1,207 @@
+/*
+ * nonblock: non-blocking connects. The program's connect() returns
+ * EINPROGRESS; the shim learns the outcome wherever the program looks for it
+ * (getsockopt(SO_ERROR), a repeated connect(), the first send/recv) and, by
+ * mode:
+ *   retry: on a retryable failure, wait per the destination's schedule and
+ *          reconnect the program's socket until it connects or the budget
+ *          is spent (the calling thread blocks, as with a blocking socket);
+ *   pace:  never sleep; a connect() inside the backoff window fails at once
+ *          with the destination's last error and sends nothing;
+ *   off:   not handled at all.
+ */
+#include "addr.h"
+#include "clock.h"
+#include "log.h"
+#include "policy.h"
+#include "real.h"
+#include "shim.h"
+#include "sock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int last_err_of(uint64_t key)
+{
+	struct bs_entry *e = bs_table_find(bs_tab(), key);
+	int err = e ? (int)atomic_load(&e->last_err) : 0;
+	return err ? err : ECONNREFUSED;
+}
+
+/* Wait until the destination may be tried again, or `end`. Signals do not
+ * end this wait (the calls it runs inside never fail with EINTR). Returns 0
+ * when due, -1 when `end` comes first. */
+static int wait_due(uint64_t key, uint64_t end)
+{
+	for (int i = 0; i < 100000; i++) {
+		struct bs_entry *e = bs_table_find(bs_tab(), key);
+		if (!e)
+			return 0;
+		uint32_t seq = atomic_load(&e->seq);
+		uint64_t s = atomic_load(&e->state), now = bs_now();
+		if (bs_state_open(s) || now >= bs_state_next_at(s))
+			return 0;
+		if (bs_state_next_at(s) >= end)
+			return -1;
+		bs_wait((const uint32_t *)&e->seq, seq, bs_state_next_at(s));
+	}
+	return 0;
+}
+
+int bs_nb_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		  socklen_t len, uint64_t key, uint64_t t0)
+{
+	if (cfg->nonblocking != BS_NB_OFF)
+		bs_fd_track(bs_fds(), fd, BS_FD_CONNECTING, key, t0, t0, addr, len);
+	errno = EINPROGRESS;
+	return -1;
+}
+
+int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		  socklen_t len, uint64_t key)
+{
+	uint64_t now = bs_now();
+	if (cfg->nonblocking == BS_NB_OFF ||
+	    bs_res_has_alternative(bs_res(), key, now, BS_RES_HORIZON))
+		goto go;
+	if (cfg->nonblocking == BS_NB_PACE) {
+		errno = last_err_of(key); /* inside the window: no packet sent */
+		return -1;
+	}
+	if (wait_due(key, cfg->max_elapsed ? now + cfg->max_elapsed : BS_NEVER)) {
+		errno = last_err_of(key);
+		return -1;
+	}
+go:
+	now = bs_now();
+	int r = bs_real_connect(fd, addr, len);
+	if (r == 0 || errno != EINPROGRESS) {
+		int err = errno;
+		struct bs_dest d = {key, addr, len};
+		if (r == 0)
+			bs_dest_connected(cfg, &d, fd, now);
+		else if (bs_config_retries(cfg, err))
+			bs_dest_failed_later(cfg, &d, now, err);
+		errno = err;
+		return r;
+	}
+	return bs_nb_started(cfg, fd, addr, len, key, now);
+}
+
+/* Reconnect fd and wait for the handshake, at most until `end`. Returns 0
+ * or the error. The first connect() after an error was read may report
+ * ECONNABORTED (see sock.h); the next one starts afresh. */
+static int reconnect(int fd, const struct sockaddr *addr, socklen_t len, uint64_t end)
+{
+	int r = bs_real_connect(fd, addr, len);
+	if (r < 0 && errno == ECONNABORTED)
+		r = bs_real_connect(fd, addr, len);
+	if (r == 0 || errno == EISCONN)
+		return 0;
+	if (errno != EINPROGRESS && errno != EALREADY)
+		return errno;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t now = bs_now();
+		if (now >= end)
+			break;
+		struct pollfd p = {fd, POLLOUT, 0};
+		uint64_t ms = (end - now) / BS_NS_PER_MS + 1;
+		if (bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms) > 0) {
+			int err = 0;
+			socklen_t l = sizeof err;
+			syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &err, &l);
+			return err;
+		}
+	}
+	bs_sock_abort(fd);
+	return ETIMEDOUT;
+}
+
+int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
+{
+	struct bs_fdslot *sl = bs_fd_slot(bs_fds(), fd);
+	if (!sl || atomic_load(&sl->state) != BS_FD_CONNECTING)
+		return err;
+	struct bs_dest d = {atomic_load(&sl->key), (const struct sockaddr *)sl->addr, sl->addrlen};
+	uint64_t t0 = atomic_load(&sl->since), start = atomic_load(&sl->call_start);
+	if (!d.len)
+		d.addr = NULL;
+	if (err == 0) {
+		bs_dest_connected(cfg, &d, fd, t0);
+		return 0;
+	}
+	if (!bs_config_retries(cfg, err)) {
+		bs_fd_clear(bs_fds(), fd);
+		return err;
+	}
+	bs_dest_failed_later(cfg, &d, t0, err);
+	if (cfg->nonblocking != BS_NB_RETRY || !d.addr ||
+	    bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_HORIZON)) {
+		bs_fd_clear(bs_fds(), fd);
+		return err;
+	}
+	uint64_t end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
+	for (uint32_t n = 1; !cfg->max_attempts || n < cfg->max_attempts; n++) {
+		if (wait_due(d.key, end))
+			break;
+		uint64_t a0 = bs_now();
+		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
+		uint64_t s = e ? atomic_load(&e->state) : 0;
+		uint64_t delay = bs_policy_delay(&cfg->policy, bs_state_failures(s) + 1,
+						 bs_policy_unit(bs_random()));
+		uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
+		err = reconnect(fd, d.addr, d.len, lim < end ? lim : end);
+		if (err == 0) {
+			bs_dest_connected(cfg, &d, fd, a0);
+			return 0;
+		}
+		if (!bs_config_retries(cfg, err))
+			break;
+		if (e)
+			bs_dest_failed(e, &d, s, a0, delay, err, 0);
+		else
+			bs_dest_failed_later(cfg, &d, a0, err);
+	}
+	bs_fd_clear(bs_fds(), fd);
+	if (bs_log_enabled(BS_LOG_ERROR)) {
+		struct bs_line l;
+		bs_line_start(&l);
+		bs_line_str(&l, "connect: giving up on a non-blocking socket (budget spent)");
+		bs_line_emit(&l, BS_LOG_ERROR);
+	}
+	return err;
+}
+
+ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
+		    const struct sockaddr *addr, socklen_t len)
+{
+	uint64_t key = bs_addr_key(addr, len), now = bs_now();
+	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
+	if (e && !bs_state_open(atomic_load(&e->state))) {
+		long fl = syscall(SYS_fcntl, fd, F_GETFL);
+		int nb = fl >= 0 && (fl & O_NONBLOCK);
+		if ((nb && cfg->nonblocking == BS_NB_PACE) ||
+		    (!(nb && cfg->nonblocking == BS_NB_OFF) &&
+		     wait_due(key, cfg->max_elapsed ? now + cfg->max_elapsed : BS_NEVER))) {
+			errno = last_err_of(key);
+			return -1;
+		}
+	}
+	now = bs_now();
+	ssize_t r = bs_real_sendto(fd, buf, n, flags, addr, len);
+	int err = errno;
+	if (key) {
+		struct bs_dest d = {key, addr, len};
+		if (r >= 0)
+			bs_dest_connected(cfg, &d, fd, now);
+		else if (err == EINPROGRESS)
+			bs_nb_started(cfg, fd, addr, len, key, now);
+		else if (bs_config_retries(cfg, err))
+			bs_dest_failed_later(cfg, &d, now, err);
+	}
+	errno = err;
+	return r;
+}

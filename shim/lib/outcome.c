@@ -1,0 +1,97 @@
+/*
+ * outcome: the single place where what a wrapper learned about a
+ * destination is published: to the per-destination table (and its
+ * waiters), the fd table, the resolution records and the log.
+ */
+#include "addr.h"
+#include "clock.h"
+#include "errname.h"
+#include "log.h"
+#include "policy.h"
+#include "shim.h"
+
+static void line_dest(struct bs_line *l, const struct bs_dest *d)
+{
+	char name[128] = "?";
+	if (d->addr)
+		bs_addr_format(d->addr, d->len, name, sizeof name);
+	bs_line_str(l, "connect ");
+	bs_line_str(l, name);
+	bs_line_str(l, ": ");
+}
+
+void bs_publish(struct bs_entry *e)
+{
+	bs_entry_bump(e);
+	bs_wake((const uint32_t *)&e->seq);
+}
+
+int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+		   uint64_t t0, uint64_t delay, int err, int quiet)
+{
+	uint32_t f = bs_state_failures(seen) + 1;
+	uint64_t now = bs_now(), next = t0 + delay;
+	bs_res_mark(bs_res(), d->key, BS_CAND_FAILED, now, BS_RES_HORIZON);
+	if (!bs_entry_fail(e, seen, next, f, err, now))
+		return 0;
+	if (!quiet && bs_log_enabled(BS_LOG_INFO)) {
+		struct bs_line l;
+		bs_line_start(&l);
+		line_dest(&l, d);
+		bs_line_str(&l, bs_errno_msg(err));
+		bs_line_str(&l, " (attempt ");
+		bs_line_u64(&l, f);
+		bs_line_str(&l, "), next attempt in ");
+		bs_line_dur(&l, next > now ? next - now : 0);
+		bs_line_emit(&l, BS_LOG_INFO);
+	}
+	bs_publish(e);
+	return 1;
+}
+
+void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+			  uint64_t t0, int err)
+{
+	uint64_t now = bs_now();
+	struct bs_entry *e = bs_table_claim(bs_tab(), d->key, now, cfg->policy.max_backoff);
+	if (!e)
+		return;
+	uint64_t s = atomic_load(&e->state);
+	uint32_t f = bs_state_failures(s);
+	uint64_t delay = bs_policy_delay(&cfg->policy, f + 1, bs_policy_unit(bs_random()));
+	bs_dest_failed(e, d, s, t0, delay, err, 0);
+}
+
+void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
+		       uint64_t t0)
+{
+	(void)cfg;
+	uint64_t now = t0; /* the attempt's start: close enough, and no clock read */
+	/* (Resolution records only need failures: an untried, in-flight or
+	 * connected sibling all mean "the program has somewhere to go".) */
+	if (fd >= 0)
+		bs_fd_track(bs_fds(), fd, BS_FD_PROBATION, d->key, now, t0, d->addr,
+			    d->addr ? d->len : 0);
+	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+	uint64_t s;
+	if (!e || bs_state_failures(s = atomic_load(&e->state)) == 0 || (s & BS_PROBATION))
+		return;
+	uint32_t n = bs_entry_connected(e);
+	bs_publish(e);
+	if (n && bs_log_enabled(BS_LOG_INFO)) {
+		struct bs_line l;
+		bs_line_start(&l);
+		line_dest(&l, d);
+		bs_line_str(&l, "connected after ");
+		bs_line_u64(&l, n);
+		bs_line_str(&l, n == 1 ? " failed attempt" : " failed attempts");
+		bs_line_emit(&l, BS_LOG_INFO);
+	}
+}
+
+void bs_dest_healthy(uint64_t key)
+{
+	struct bs_entry *e = bs_table_find(bs_tab(), key);
+	if (e && atomic_load(&e->state) != 0 && bs_entry_ok(e))
+		bs_publish(e);
+}

@@ -1,0 +1,57 @@
+/*
+ * poll/ppoll: some clients (curl) decide a non-blocking connect failed from
+ * POLLERR/POLLHUP alone. In retry mode, a connecting socket reported so is
+ * retried here (the calling thread blocks, as in every retry-mode wait) and
+ * reported writable once connected; if the budget runs out, the events stay
+ * and the error is kept for the program's getsockopt(SO_ERROR). Other modes
+ * and untracked fds are untouched: the cost is a scan of the returned set
+ * while any socket is tracked.
+ */
+#include "real.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define API __attribute__((visibility("default")))
+
+static int fix(struct pollfd *fds, nfds_t n, int r)
+{
+	const struct bs_config *cfg;
+	if (r <= 0 || !atomic_load_explicit(&bs_fds()->high, memory_order_relaxed) ||
+	    !(cfg = bs_active()) || cfg->nonblocking != BS_NB_RETRY)
+		return r;
+	int saved = errno;
+	for (nfds_t i = 0; i < n; i++) {
+		struct pollfd *p = &fds[i];
+		if (!(p->revents & (POLLERR | POLLHUP)) ||
+		    bs_fd_state(bs_fds(), p->fd) != BS_FD_CONNECTING)
+			continue;
+		int err = 0;
+		socklen_t l = sizeof err;
+		if (syscall(SYS_getsockopt, p->fd, SOL_SOCKET, SO_ERROR, &err, &l) || !err)
+			continue;
+		int res = bs_nb_outcome(cfg, p->fd, err);
+		if (res == 0) {
+			p->revents = p->events & (POLLOUT | POLLWRNORM);
+		} else {
+			bs_fd_fail(bs_fds(), p->fd, res);
+		}
+	}
+	r = 0;
+	for (nfds_t i = 0; i < n; i++)
+		r += fds[i].revents != 0;
+	errno = saved;
+	return r;
+}
+
+API int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	return fix(fds, n, bs_real_poll(fds, n, timeout));
+}
+
+API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	return fix(fds, n, bs_real_ppoll(fds, n, ts, mask));
+}

@@ -1,0 +1,40 @@
+/* getsockopt(SO_ERROR): where most clients (curl, libpq, CPython, libuv)
+ * learn the outcome of a non-blocking connect. */
+#include "real.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+__attribute__((visibility("default"))) int getsockopt(int fd, int level, int opt,
+						      void *val, socklen_t *len)
+{
+	int r = bs_real_getsockopt(fd, level, opt, val, len);
+	if (r != 0 || level != SOL_SOCKET || opt != SO_ERROR || !val || !len ||
+	    *len < (socklen_t)sizeof(int))
+		return r;
+	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (st == BS_FD_FAILED && *(int *)val == 0) {
+		*(int *)val = bs_fd_take_err(bs_fds(), fd); /* read away by poll() */
+		return r;
+	}
+	if (st != BS_FD_CONNECTING)
+		return r;
+	const struct bs_config *cfg = bs_active();
+	if (!cfg)
+		return r;
+	int saved = errno, err = *(int *)val;
+	if (err == 0) {
+		/* 0 means connected, or still connecting: only a peer tells. */
+		struct sockaddr_storage ss;
+		socklen_t l = sizeof ss;
+		if (syscall(SYS_getpeername, fd, &ss, &l) != 0) {
+			errno = saved;
+			return r;
+		}
+	}
+	*(int *)val = bs_nb_outcome(cfg, fd, err);
+	errno = saved;
+	return r;
+}
