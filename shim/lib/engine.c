@@ -276,7 +276,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 			return -1;
 		if (!bs_sock_is_blocking_stream(fd)) {
 			struct bs_dest d = {key, addr, len};
-			bs_dest_failed_later(cfg, &d, t0, err);
+			bs_dest_failed_later(cfg, &d, t0, err, 0);
 			errno = err;
 			return -1;
 		}

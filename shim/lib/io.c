@@ -58,14 +58,15 @@ static int sock_type(int fd)
 	return t;
 }
 
-int bs_io_same_peer(int fd, uint64_t key, int err)
+int bs_io_same_peer(int fd, uint64_t key)
 {
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof ss;
 	if (syscall(SYS_getpeername, fd, &ss, &l) == 0)
 		return bs_addr_key((struct sockaddr *)&ss, l) == key;
-	/* a reset socket has no peer any more; only a socket reports these */
-	return err == ECONNRESET || err == ETIMEDOUT || err == EPIPE || err == EHOSTUNREACH;
+	/* a reset socket has no peer any more (ENOTCONN); a file or pipe that
+	 * took the number over says ENOTSOCK */
+	return errno == ENOTCONN;
 }
 
 static struct bs_dest dest_of(struct bs_fdslot *s)
@@ -100,7 +101,7 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 				       err == EPIPE || err == ECONNREFUSED));
 	if (r > 0 || bad) {
 		int stream = sock_type(fd) == SOCK_STREAM;
-		if (!bs_io_same_peer(fd, d.key, err)) {
+		if (!bs_io_same_peer(fd, d.key)) {
 			bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
 		} else if (r > 0 || (!stream && r == 0)) {
 			bs_dest_healthy(d.key);
@@ -108,7 +109,7 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		} else if (stream || err == ECONNREFUSED) {
 			/* closed or reset before a single byte: a failed attempt */
 			bs_dest_failed_later(cfg, &d, atomic_load(&s->call_start),
-					     r == 0 ? ECONNRESET : err);
+					     r == 0 ? ECONNRESET : err, 0);
 			if (stream)
 				bs_fd_clear(bs_fds(), fd);
 		}
@@ -137,7 +138,7 @@ static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o)
 		return errno = ECONNREFUSED, -1;
 	struct bs_dest d = {bs_addr_key((struct sockaddr *)&ss, l), (struct sockaddr *)&ss, l};
 	uint64_t start = bs_now(), end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
-	bs_dest_failed_later(cfg, &d, start, ECONNREFUSED);
+	bs_dest_failed_later(cfg, &d, start, ECONNREFUSED, 0);
 	long fl = syscall(SYS_fcntl, o->fd, F_GETFL);
 	if (fl < 0 || (fl & O_NONBLOCK) || (o->flags & MSG_DONTWAIT))
 		return errno = ECONNREFUSED, -1; /* the program hears of it */
@@ -156,7 +157,7 @@ static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o)
 		ssize_t r = redo(o);
 		if (r >= 0 || errno != ECONNREFUSED)
 			return r;
-		bs_dest_failed_later(cfg, &d, bs_now(), ECONNREFUSED);
+		bs_dest_failed_later(cfg, &d, bs_now(), ECONNREFUSED, 0);
 	}
 	return errno = ECONNREFUSED, -1;
 }
@@ -192,11 +193,11 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 		}
 		return errno = err, r;
 	}
-	if (send_error(err) && bs_io_same_peer(o->fd, atomic_load(&s->key), err)) {
+	if (send_error(err) && bs_io_same_peer(o->fd, atomic_load(&s->key))) {
 		struct bs_dest d = dest_of(s);
 		if (sock_type(o->fd) != SOCK_STREAM)
 			return udp_refused(cfg, o);
-		bs_dest_failed_later(cfg, &d, bs_now(), err);
+		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);
 		bs_fd_clear(bs_fds(), o->fd);
 	}
 	return errno = err, r;

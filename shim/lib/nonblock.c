@@ -84,7 +84,7 @@ go:
 		if (r == 0)
 			bs_dest_connected(cfg, &d, fd, now);
 		else if (bs_config_retries(cfg, err))
-			bs_dest_failed_later(cfg, &d, now, err);
+			bs_dest_failed_later(cfg, &d, now, err, 0);
 		errno = err;
 		return r;
 	}
@@ -137,9 +137,9 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		bs_fd_clear(bs_fds(), fd);
 		return err;
 	}
-	bs_dest_failed_later(cfg, &d, t0, err);
-	if (cfg->nonblocking != BS_NB_RETRY || !d.addr ||
-	    bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_HORIZON)) {
+	int fallback = bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_HORIZON);
+	bs_dest_failed_later(cfg, &d, t0, err, fallback);
+	if (cfg->nonblocking != BS_NB_RETRY || !d.addr || fallback) {
 		bs_fd_clear(bs_fds(), fd);
 		return err;
 	}
@@ -163,7 +163,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		if (e)
 			bs_dest_failed(e, &d, s, a0, delay, err, 0);
 		else
-			bs_dest_failed_later(cfg, &d, a0, err);
+			bs_dest_failed_later(cfg, &d, a0, err, 0);
 	}
 	bs_fd_clear(bs_fds(), fd);
 	if (bs_log_enabled(BS_LOG_ERROR)) {
@@ -200,7 +200,7 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		else if (err == EINPROGRESS)
 			bs_nb_started(cfg, fd, addr, len, key, now);
 		else if (bs_config_retries(cfg, err))
-			bs_dest_failed_later(cfg, &d, now, err);
+			bs_dest_failed_later(cfg, &d, now, err, 0);
 	}
 	errno = err;
 	return r;

@@ -50,7 +50,7 @@ int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 }
 
 void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
-			  uint64_t t0, int err)
+			  uint64_t t0, int err, int quiet)
 {
 	uint64_t now = bs_now();
 	struct bs_entry *e = bs_table_claim(bs_tab(), d->key, now, cfg->policy.max_backoff);
@@ -59,7 +59,7 @@ void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 	uint64_t s = atomic_load(&e->state);
 	uint32_t f = bs_state_failures(s);
 	uint64_t delay = bs_policy_delay(&cfg->policy, f + 1, bs_policy_unit(bs_random()));
-	bs_dest_failed(e, d, s, t0, delay, err, 0);
+	bs_dest_failed(e, d, s, t0, delay, err, quiet);
 }
 
 void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,

@@ -53,7 +53,7 @@ int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 		   uint64_t t0, uint64_t delay, int err, int quiet);
 /* Failure learned after the fact (EOF before the first byte, send error). */
 void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
-			  uint64_t t0, int err);
+			  uint64_t t0, int err, int quiet);
 /* An attempt on fd connected (probation until the first byte). */
 void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
 		       uint64_t t0);
@@ -78,6 +78,6 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		    const struct sockaddr *addr, socklen_t len);
 /* io.c: is this fd's destination the same socket the slot describes?
  * (Checked on the rare path only: an error, EOF, the first byte.) */
-int bs_io_same_peer(int fd, uint64_t key, int err);
+int bs_io_same_peer(int fd, uint64_t key);
 
 #endif

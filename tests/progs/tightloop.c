@@ -2,9 +2,11 @@
  * tightloop: a deliberately naive client that reconnects in a tight loop.
  *   tightloop HOST PORT MAX_ATTEMPTS MAX_SECONDS
  * Each round: socket(), connect(), close() on failure, again at once (no
- * sleep). On success it reads the server's greeting line, prints
- * "connected after N attempts" and exits 0; after MAX_ATTEMPTS rounds or
- * MAX_SECONDS it prints "gave up after N attempts" and exits 1.
+ * sleep). Once connected it reads the server's greeting; a connection the
+ * server closes before saying anything counts as a failed round too. On a
+ * greeting it prints "connected after N attempts: GREETING" and exits 0;
+ * after MAX_ATTEMPTS rounds or MAX_SECONDS it prints "gave up after N
+ * attempts" and exits 1.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -45,11 +47,16 @@ int main(int argc, char **argv)
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
 			char buf[128];
 			ssize_t r = read(fd, buf, sizeof buf - 1);
-			buf[r > 0 ? r : 0] = '\0';
-			printf("connected after %ld attempts: %s", n, buf);
+			if (r > 0) {
+				buf[r] = '\0';
+				printf("connected after %ld attempts: %s", n, buf);
+				close(fd);
+				freeaddrinfo(ai);
+				return 0;
+			}
+			last = r == 0 ? ECONNRESET : errno;
 			close(fd);
-			freeaddrinfo(ai);
-			return 0;
+			continue;
 		}
 		last = errno;
 		close(fd);

@@ -1,0 +1,215 @@
+"""Non-blocking modes, multi-address fallback, the healthy-reset rule and
+send-side errors (issue #3)."""
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+
+from lib import (Server, SynSniffer, base_env, check, check_gaps, finish, free_port, run,
+                 shim_env, spawn, SLACK, INITIAL)
+from servers import HttpServer
+
+NB_CLIENT = r"""
+import errno, select, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+for i in range(n):
+    s = socket.socket(); s.setblocking(False)
+    t0 = time.monotonic()
+    r = s.connect_ex(('127.0.0.1', port))
+    if r == errno.EINPROGRESS:
+        select.select([], [s], [], 10)
+        r = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    print(errno.errorcode.get(r, r), '%.3f' % (time.monotonic() - t0), flush=True)
+    s.close()
+"""
+
+
+def test_pace_mode_fails_fast_inside_the_window():
+    port = free_port()
+    with SynSniffer(port) as sn:
+        t0 = time.monotonic()
+        rc, out, err = run([sys.executable, "-c", NB_CLIENT, str(port), "6"],
+                           shim_env(BACKOFFSHIM_NONBLOCKING="pace"))
+        took = time.monotonic() - t0
+        lines = out.split()
+        check(lines[0::2] == ["ECONNREFUSED"] * 6, "pace: %r" % out)
+        check(max(float(x) for x in lines[1::2]) < 0.02, "pace mode slept: %r" % out)
+        sn.wait_for(3, 0.3)
+        check(len(sn.times) == 1, "inside the window no SYN may be sent; saw %d" % len(sn.times))
+    check(took < 2, "pace mode took %.2fs" % took)
+
+
+def test_retry_mode_budget_returns_last_real_error():
+    port = free_port()
+    with SynSniffer(port) as sn:
+        rc, out, err = run([sys.executable, "-c", NB_CLIENT, str(port), "1"],
+                           shim_env(BACKOFFSHIM_MAX_ATTEMPTS=4))
+        check(out.split()[0] == "ECONNREFUSED", "expected the last real error: %r" % out)
+        sn.wait_for(5, 0.3)
+        check(len(sn.times) == 4, "max_attempts=4 but %d SYNs" % len(sn.times))
+        check_gaps(sn.gaps(), "non-blocking retry")
+
+
+DUAL = r"""
+import socket, sys, time
+t0 = time.monotonic()
+s = socket.create_connection(('dualhost', int(sys.argv[1])), %s)
+print('ok %%.3f' %% (time.monotonic() - t0), s.getpeername()[0])
+"""
+
+
+def _in_private_hosts(cmd, env):
+    """Run cmd where 'dualhost' resolves to ::1 first, then 127.0.0.1."""
+    with tempfile.NamedTemporaryFile("w", delete=False) as f:
+        f.write("::1 dualhost\n127.0.0.1 dualhost\n127.0.0.1 localhost\n")
+        hosts = f.name
+    try:
+        return run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
+                    hosts] + cmd, env, timeout=20)
+    finally:
+        os.unlink(hosts)
+
+
+def test_multi_address_fallback_is_not_slowed():
+    with HttpServer(free_port(), host="127.0.0.1") as srv:
+        for timeout in ("", "timeout=30"):
+            cmd = [sys.executable, "-c", DUAL % timeout, str(srv.port)]
+            rc0, out0, err0 = _in_private_hosts(cmd, base_env())
+            rc1, out1, err1 = _in_private_hosts(cmd, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s"))
+            check(rc0 == 0 and rc1 == 0, "dualhost %s: %r %r / %r" % (timeout, out0, err0, err1))
+            t0, t1 = float(out0.split()[1]), float(out1.split()[1])
+            check(out1.split()[2] == "127.0.0.1", "connected to %r" % out1)
+            check(t1 < t0 + 0.1 and t1 < 0.5, "shim slowed fallback: %.3fs vs %.3fs" % (t1, t0))
+            check("next attempt" not in err1, "a wait was announced: %r" % err1)
+        curl = ["curl", "-sS", "-w", " %{time_connect}", "http://dualhost:%d/" % srv.port]
+        rc, out, err = _in_private_hosts(curl, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s"))
+        check(rc == 0 and "hello from server" in out, "curl dualhost: %r %r" % (out, err))
+        check(float(out.split()[-1]) < 0.5, "curl slowed: %r" % out)
+
+
+def test_curl_happy_eyeballs_still_works():
+    """::1 black-holes SYNs (full accept queue), 127.0.0.1 serves: curl's
+    parallel IPv4 attempt must win after its ~200 ms head start."""
+    port = free_port()
+    bh = socket.socket(socket.AF_INET6)
+    bh.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    bh.bind(("::1", port))
+    bh.listen(0)
+    fillers = []
+    for _ in range(3):
+        f = socket.socket(socket.AF_INET6)
+        f.setblocking(False)
+        f.connect_ex(("::1", port))
+        fillers.append(f)
+    try:
+        with HttpServer(port, host="127.0.0.1"):
+            curl = ["curl", "-sS", "-w", " %{time_total}", "http://dualhost:%d/" % port]
+            rc, out, err = _in_private_hosts(curl, shim_env())
+            check(rc == 0 and "hello from server" in out, "curl: %r %r" % (out, err))
+            check(float(out.split()[-1]) < 1.5, "happy eyeballs too slow: %r" % out)
+    finally:
+        for f in fillers:
+            f.close()
+        bh.close()
+
+
+def _popen(code, env):
+    import subprocess
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_success_resets_only_once_a_byte_arrives():
+    """After a greeting arrives the schedule starts over at INITIAL_BACKOFF."""
+    port = free_port()
+    code = ("import socket,sys\n"
+            "s=socket.create_connection(('127.0.0.1', %d)); print(s.recv(64).decode().strip(), flush=True)\n"
+            "s.close(); sys.stdin.readline()\n"
+            "try: socket.create_connection(('127.0.0.1', %d))\n"
+            "except OSError as e: print('second', e.errno, flush=True)\n" % (port, port))
+    p = _popen(code, shim_env(BACKOFFSHIM_MAX_ATTEMPTS=0))
+    try:
+        with SynSniffer(port) as sn:
+            check(sn.wait_for(5, 5) >= 5, "no failing attempts")
+            with Server(port).start():
+                line = p.stdout.readline()
+            check("hello" in line, "first connect: %r" % line)
+        # server gone; the second call fails 3 times: its waits start over
+        with SynSniffer(port) as sn:
+            p.stdin.write("\n")
+            p.stdin.flush()
+            env_note = sn.wait_for(3, 5)
+            gaps = sn.gaps()
+        p.kill()
+        p.communicate(timeout=5)
+        check(env_note >= 3, "second connect made %d attempts" % env_note)
+        check_gaps(gaps[:2], "after a healthy connection")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate(timeout=5)
+
+
+def test_send_error_paces_the_next_reconnect():
+    """The server resets an established, healthy connection; the client's
+    send fails; its immediate reconnect waits INITIAL_BACKOFF first."""
+    port = free_port()
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", port))
+    lst.listen(4)
+    code = ("import socket,time,sys\n"
+            "s=socket.create_connection(('127.0.0.1', %d)); s.recv(5)\n"
+            "sys.stdin.readline()\n"
+            "try:\n"
+            "  for i in range(200): s.send(b'x' * 1000); time.sleep(0.001)\n"
+            "except OSError as e: print('send', e.errno, time.monotonic(), flush=True)\n"
+            "try: socket.create_connection(('127.0.0.1', %d))\n"
+            "except OSError as e: print('reconnect', e.errno, time.monotonic(), flush=True)\n"
+            % (port, port))
+    p = _popen(code, shim_env(BACKOFFSHIM_MAX_ATTEMPTS=1))
+    lst.settimeout(5)
+    c, _ = lst.accept()
+    c.sendall(b"hello")
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    c.close()  # RST
+    lst.close()  # and the server is gone
+    with SynSniffer(port) as sn:
+        p.stdin.write("\n")
+        p.stdin.flush()
+        out, err = p.communicate(timeout=10)
+    lines = {l.split()[0]: l.split()[1:] for l in out.splitlines() if l}
+    check("send" in lines and "reconnect" in lines, "client: %r %r" % (out, err))
+    gap = float(lines["reconnect"][1]) - float(lines["send"][1])
+    check(gap >= INITIAL - SLACK / 3, "reconnect after a send error came after %.3fs: %r %r"
+          % (gap, out, err))
+    check("Connection reset" in err or "Broken pipe" in err, "no failure logged: %r" % err)
+    check(len(sn.times) == 1, "reconnect SYNs: %d" % len(sn.times))
+
+
+def test_udp_refused_datagram_is_sent_again():
+    """On a connected blocking UDP socket, ECONNREFUSED (ICMP) means the
+    datagram was not sent: the shim waits per the schedule and sends it."""
+    port = free_port()
+    code = ("import socket,time\n"
+            "s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(('127.0.0.1', %d))\n"
+            "s.send(b'first'); time.sleep(0.05)\n"
+            "s.send(b'second'); print('sent', flush=True)\n" % port)
+    p = _popen(code, shim_env())
+    err = ""
+    end = time.monotonic() + 5
+    while "next attempt in" not in err and time.monotonic() < end:
+        err += p.stderr.readline()
+    check("next attempt in" in err, "no wait on ECONNREFUSED: %r" % err)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("127.0.0.1", port))
+    u.settimeout(5)
+    try:
+        data = u.recv(64)
+    finally:
+        u.close()
+    out, rest = p.communicate(timeout=10)
+    check(data == b"second", "server got %r" % data)
+    check(p.returncode == 0 and "sent" in out, "client: %r %r" % (out, err + rest))
