@@ -108,7 +108,7 @@ def test_example_config_is_valid_and_documents_defaults():
     text = open(path).read()
     for key in ("initial_backoff", "multiplier", "jitter", "max_backoff",
                 "min_connect_timeout", "max_attempts", "max_elapsed", "retry_on", "unix",
-                "level", "file"):
+                "nonblocking", "healthy_after", "seed", "disable", "level", "file"):
         check(re.search(r"^;?\s*%s\s*=" % key, text, re.M), "%s missing from example" % key)
     # Uncommented as-is, it must load without a single complaint.
     live = re.sub(r"^;\s*(\w+\s*=)", r"\1", text, flags=re.M)
