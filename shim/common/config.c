@@ -13,7 +13,7 @@
 #define MAX_FILE (1u << 20)
 #define MAX_LINE (INI_MAX_LINE - 1)
 
-enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE };
+enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS };
 
 static const struct key {
 	const char *section, *name, *env;
@@ -31,6 +31,10 @@ static const struct key {
 	B(max_elapsed, K_DUR, MAX_ELAPSED),
 	B(retry_on, K_ERRS, RETRY_ON),
 	{"backoff", "unix", "BACKOFFSHIM_UNIX", K_BOOL, offsetof(struct bs_config, unix_sockets)},
+	{"backoff", "policy", "BACKOFFSHIM_POLICY", K_POLICY, offsetof(struct bs_config, policy.kind)},
+	{"backoff", "jitter_mode", "BACKOFFSHIM_JITTER_MODE", K_JMODE,
+	 offsetof(struct bs_config, policy.jitter_mode)},
+	{"backoff", "delays", "BACKOFFSHIM_DELAYS", K_DELAYS, offsetof(struct bs_config, policy)},
 	B(nonblocking, K_NBMODE, NONBLOCKING),
 	B(healthy_after, K_DUR, HEALTHY_AFTER),
 	B(seed, K_U64, SEED),
@@ -65,41 +69,6 @@ int bs_config_retries(const struct bs_config *c, int err)
 	if (err <= 0 || err >= 64 * BS_ERRSET_WORDS)
 		return 0;
 	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
-}
-
-/* One word out of `names` (case-insensitive); *out is its index. */
-static int parse_word(const char *s, const char *const *names, int count, int *out)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strcspn(s, " \t");
-	for (int i = 0; i < count; i++) {
-		if (strlen(names[i]) == n && strncasecmp(s, names[i], n) == 0 &&
-		    s[n + strspn(s + n, " \t")] == '\0') {
-			*out = i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-static int parse_level(const char *s, int *out, const char **why)
-{
-	static const char *const names[] = {"off", "error", "info", "debug"};
-	if (parse_word(s, names, 4, out) == 0)
-		return 0;
-	*why = "not one of off, error, info, debug";
-	return -1;
-}
-
-static int parse_nbmode(const char *s, int *out, const char **why)
-{
-	/* order matches enum bs_nb_mode */
-	static const char *const names[] = {"retry", "pace", "off"};
-	if (parse_word(s, names, 3, out) == 0)
-		return 0;
-	*why = "not one of retry, pace, off";
-	return -1;
 }
 
 static int apply(struct bs_config *c, const struct key *k, const char *v,
@@ -154,9 +123,15 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		*(int *)(void *)field = b;
 		return 0;
 	case K_LEVEL:
-		return parse_level(v, (int *)(void *)field, why);
+		return bs_parse_level(v, (int *)(void *)field, why);
 	case K_NBMODE:
-		return parse_nbmode(v, (int *)(void *)field, why);
+		return bs_parse_nbmode(v, (int *)(void *)field, why);
+	case K_POLICY:
+		return bs_parse_policy(v, (int *)(void *)field, why);
+	case K_JMODE:
+		return bs_parse_jmode(v, (int *)(void *)field, why);
+	case K_DELAYS:
+		return bs_parse_delays(v, (struct bs_policy *)(void *)field, why);
 	case K_PATH:
 		if (!*v) {
 			*why = "empty path";

@@ -79,5 +79,13 @@ int bs_parse_number(const char *s, double *out, const char **why);
 int bs_parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
 int bs_parse_bool(const char *s, int *out, const char **why);
 int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **why);
+/* One word each; *out is the enum value (enum bs_level, bs_nb_mode,
+ * bs_policy_kind, bs_jitter_mode). */
+int bs_parse_level(const char *s, int *out, const char **why);
+int bs_parse_nbmode(const char *s, int *out, const char **why);
+int bs_parse_policy(const char *s, int *out, const char **why);
+int bs_parse_jmode(const char *s, int *out, const char **why);
+/* "0, 10ms, 3s": at most BS_DELAYS_MAX durations into p->delays. */
+int bs_parse_delays(const char *s, struct bs_policy *p, const char **why);
 
 #endif

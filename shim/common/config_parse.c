@@ -3,6 +3,7 @@
 #include "errname.h"
 
 #include <string.h>
+#include <strings.h>
 
 #define MAX_DURATION (30ull * 24 * 3600 * BS_NS_PER_SEC) /* 30 days */
 
@@ -220,4 +221,91 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 	}
 	memcpy(set, tmp, sizeof tmp);
 	return 0;
+}
+
+/* One word out of `names` (case-insensitive); *out is its index. */
+static int parse_word(const char *s, const char *const *names, int count, int *out)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strcspn(s, " \t");
+	for (int i = 0; i < count; i++) {
+		if (strlen(names[i]) == n && strncasecmp(s, names[i], n) == 0 &&
+		    s[n + strspn(s + n, " \t")] == '\0') {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int bs_parse_level(const char *s, int *out, const char **why)
+{
+	static const char *const names[] = {"off", "error", "info", "debug"};
+	if (parse_word(s, names, 4, out) == 0)
+		return 0;
+	*why = "not one of off, error, info, debug";
+	return -1;
+}
+
+int bs_parse_policy(const char *s, int *out, const char **why)
+{
+	/* order matches enum bs_policy_kind */
+	static const char *const names[] = {"grpc", "list", "exponential", "off"};
+	if (parse_word(s, names, 4, out) == 0)
+		return 0;
+	*why = "not one of grpc, list, exponential, off";
+	return -1;
+}
+
+int bs_parse_jmode(const char *s, int *out, const char **why)
+{
+	/* order matches enum bs_jitter_mode */
+	static const char *const names[] = {"proportional", "full", "equal", "decorrelated"};
+	if (parse_word(s, names, 4, out) == 0)
+		return 0;
+	*why = "not one of proportional, full, equal, decorrelated";
+	return -1;
+}
+
+/* "0, 10ms, 100ms, 3s": up to BS_DELAYS_MAX durations, comma separated. */
+int bs_parse_delays(const char *s, struct bs_policy *p, const char **why)
+{
+	uint64_t d[BS_DELAYS_MAX];
+	uint32_t n = 0;
+	char item[64];
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		if (n == BS_DELAYS_MAX) {
+			*why = "more than 32 delays";
+			return -1;
+		}
+		if (len >= sizeof item) {
+			*why = "delay too long";
+			return -1;
+		}
+		memcpy(item, s, len);
+		item[len] = '\0';
+		if (bs_parse_duration(item, &d[n], why))
+			return -1;
+		n++;
+		s += len + (s[len] == ',');
+	}
+	if (!n) {
+		*why = "empty list";
+		return -1;
+	}
+	memcpy(p->delays, d, n * sizeof d[0]);
+	p->ndelays = n;
+	return 0;
+}
+
+int bs_parse_nbmode(const char *s, int *out, const char **why)
+{
+	/* order matches enum bs_nb_mode */
+	static const char *const names[] = {"retry", "pace", "off"};
+	if (parse_word(s, names, 3, out) == 0)
+		return 0;
+	*why = "not one of retry, pace, off";
+	return -1;
 }

@@ -63,6 +63,65 @@ uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u)
 	return to_ns((double)b * f, UINT64_MAX / 2);
 }
 
+const uint64_t bs_default_delays[10] = {
+	0, 10 * BS_NS_PER_MS, 10 * BS_NS_PER_MS, 100 * BS_NS_PER_MS, 100 * BS_NS_PER_MS,
+	500 * BS_NS_PER_MS, 500 * BS_NS_PER_MS, 3 * BS_NS_PER_SEC, 3 * BS_NS_PER_SEC,
+	5 * BS_NS_PER_SEC,
+};
+
+/* a + u * (b - a) for a <= b, without overflow */
+static uint64_t between(uint64_t a, uint64_t b, double u)
+{
+	if (b <= a)
+		return a;
+	return a + to_ns((double)(b - a) * u, b - a);
+}
+
+static uint64_t grpc_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			  double u)
+{
+	uint64_t d = bs_policy_backoff(p, failures);
+	switch (p->jitter_mode) {
+	case BS_JITTER_FULL:
+		return between(0, d, u);
+	case BS_JITTER_EQUAL:
+		return d / 2 + between(0, d - d / 2, u);
+	case BS_JITTER_DECORRELATED: {
+		uint64_t base = p->initial_backoff, hi;
+		if (prev < base)
+			prev = base;
+		hi = prev > UINT64_MAX / 3 ? UINT64_MAX : 3 * prev;
+		uint64_t w = between(base, hi, u);
+		return w < p->max_backoff ? w : p->max_backoff;
+	}
+	default:
+		return bs_policy_delay(p, failures, u);
+	}
+}
+
+uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			double u)
+{
+	if (!(u >= 0.0) || u >= 1.0)
+		u = 0.0;
+	switch (p->kind) {
+	case BS_POLICY_LIST: {
+		const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
+		uint32_t n = p->ndelays ? p->ndelays : 10;
+		uint64_t d = l[failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1)];
+		return between(d / 2, d + d / 2, u); /* 0 stays 0 */
+	}
+	case BS_POLICY_EXPONENTIAL: {
+		uint64_t d = bs_policy_backoff(p, failures);
+		return d >= p->max_backoff ? BS_STOP : d;
+	}
+	case BS_POLICY_OFF:
+		return BS_STOP;
+	default:
+		return grpc_wait(p, failures, prev, u);
+	}
+}
+
 uint64_t bs_policy_attempt_timeout(const struct bs_policy *p, uint64_t delay)
 {
 	return delay > p->min_connect_timeout ? delay : p->min_connect_timeout;

@@ -21,12 +21,38 @@
 #define BS_NS_PER_MS 1000000ull
 #define BS_NS_PER_SEC 1000000000ull
 
+enum bs_policy_kind {
+	BS_POLICY_GRPC = 0,        /* the default, as above */
+	BS_POLICY_LIST = 1,        /* a fixed list of waits, jittered x[0.5, 1.5] */
+	BS_POLICY_EXPONENTIAL = 2, /* initial * multiplier^n, no jitter, stops at max */
+	BS_POLICY_OFF = 3,         /* pass-through */
+};
+
+/* How the grpc policy randomises a wait d (AWS "Exponential Backoff And
+ * Jitter"): proportional is gRPC's d * [1 - J, 1 + J] (first wait exact);
+ * full is U[0, d]; equal is d/2 + U[0, d/2]; decorrelated is
+ * min(max_backoff, U[initial, 3 * previous wait]). */
+enum bs_jitter_mode {
+	BS_JITTER_PROPORTIONAL = 0,
+	BS_JITTER_FULL = 1,
+	BS_JITTER_EQUAL = 2,
+	BS_JITTER_DECORRELATED = 3,
+};
+
+#define BS_DELAYS_MAX 32
+/* bs_policy_wait()'s answer when no further attempt should be made. */
+#define BS_STOP UINT64_MAX
+
 struct bs_policy {
 	uint64_t initial_backoff;     /* ns */
 	double multiplier;            /* >= 1 */
 	double jitter;                /* in [0, 1] */
 	uint64_t max_backoff;         /* ns */
 	uint64_t min_connect_timeout; /* ns */
+	int kind;                     /* enum bs_policy_kind */
+	int jitter_mode;              /* enum bs_jitter_mode */
+	uint32_t ndelays;             /* list policy: 0 = the default list */
+	uint64_t delays[BS_DELAYS_MAX];
 };
 
 /* The un-jittered backoff after `failures` consecutive failures (>= 1):
@@ -36,6 +62,17 @@ uint64_t bs_policy_backoff(const struct bs_policy *p, uint32_t failures);
 /* The actual wait after `failures` consecutive failures, given u in [0, 1).
  * failures == 1 gives initial_backoff exactly (no jitter, per the spec). */
 uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u);
+
+/* The wait after `failures` (>= 1) consecutive failures under any policy.
+ * `prev` is the previous actual wait (0 if none; used by decorrelated
+ * jitter), u a random number in [0, 1). BS_STOP means: give up now (the
+ * exponential policy once its next wait would reach max_backoff, and off). */
+uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			double u);
+
+/* The list policy's default: 0, 10ms, 10ms, 100ms, 100ms, 500ms, 500ms, 3s,
+ * 3s, 5s. */
+extern const uint64_t bs_default_delays[10];
 
 /* How long an attempt whose own wait (if it fails) is `delay` may run. */
 uint64_t bs_policy_attempt_timeout(const struct bs_policy *p, uint64_t delay);

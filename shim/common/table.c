@@ -88,6 +88,7 @@ static void reset(struct bs_entry *e, uint64_t now)
 	atomic_store(&e->state, 0);
 	atomic_store(&e->probe, 0);
 	atomic_store(&e->last_err, 0);
+	atomic_store(&e->last_wait, 0);
 	atomic_store(&e->last_used, now);
 	atomic_fetch_add(&e->seq, 1);
 }

@@ -45,7 +45,8 @@ struct bs_entry {
 	_Atomic uint64_t last_used; /* ns */
 	_Atomic uint32_t seq;       /* bumped on every published change; futex word */
 	_Atomic uint32_t last_err;  /* errno of the last failed attempt */
-	char pad[64 - 32];
+	_Atomic uint64_t last_wait; /* ns: the wait drawn after it (decorrelated jitter) */
+	char pad[64 - 40];
 };
 
 struct bs_table {

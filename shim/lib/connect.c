@@ -29,7 +29,7 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 						   socklen_t len)
 {
 	const struct bs_config *cfg = bs_active();
-	if (!cfg)
+	if (!cfg || cfg->policy.kind == BS_POLICY_OFF)
 		return bs_real_connect(fd, addr, len);
 	switch (bs_addr_kind(addr, len)) {
 	case BS_ADDR_INET:

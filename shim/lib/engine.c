@@ -35,6 +35,7 @@ struct call {
 	uint32_t seen_fail; /* destination's failure count last seen */
 	int last_err;
 	int fallback;       /* the program has other addresses of the name */
+	int stopped;        /* the policy allows no further attempt */
 };
 
 static uint64_t min64(uint64_t a, uint64_t b)
@@ -78,9 +79,10 @@ static int give_up(const struct call *c, const char *why)
 static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 			   uint64_t delay, int err)
 {
-	uint64_t next = t0 + delay;
+	uint64_t next = delay == BS_STOP ? t0 : t0 + delay;
 	int quiet = (c->cfg->max_attempts && c->attempts + 1 >= c->cfg->max_attempts) ||
 		    next >= c->budget_end || next >= c->prog_end || c->fallback;
+	c->stopped |= delay == BS_STOP;
 	struct bs_dest d = {c->key, c->addr, c->len};
 	c->last_err = err;
 	bs_dest_failed(c->e, &d, seen, t0, delay, err, quiet);
@@ -109,9 +111,10 @@ static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, int *done)
 {
 	uint32_t f = bs_state_failures(s);
-	uint64_t delay = bs_policy_delay(&c->cfg->policy, f + 1,
-					 bs_policy_unit(bs_random()));
-	uint64_t shim_end = now + bs_policy_attempt_timeout(&c->cfg->policy, delay);
+	(void)f;
+	uint64_t delay = bs_next_wait(c->cfg, c->e, s);
+	uint64_t shim_end = now + bs_policy_attempt_timeout(&c->cfg->policy,
+							    delay == BS_STOP ? 0 : delay);
 	uint64_t end = min64(shim_end, min64(c->budget_end, c->prog_end));
 	int err = 0;
 	enum bs_attempt r = bs_sock_attempt(c->fd, c->addr, c->len, end,
@@ -163,9 +166,7 @@ static int retry_loop_once(struct call *c)
 	}
 	int err = errno;
 	if (bs_config_retries(c->cfg, err))
-		record_failure(c, s, t0, bs_policy_delay(&c->cfg->policy,
-							 bs_state_failures(s) + 1,
-							 bs_policy_unit(bs_random())), err);
+		record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
 	errno = err;
 	return -1;
 }
@@ -185,6 +186,8 @@ static int retry_loop(struct call *c)
 		c->attempts += f - prev;
 		c->seen_fail = f;
 		uint64_t now = bs_now();
+		if (c->stopped)
+			return give_up(c, "the policy allows no more attempts");
 		if (c->cfg->max_attempts && c->attempts >= c->cfg->max_attempts)
 			return give_up(c, "max_attempts reached");
 		if (now >= c->budget_end)
@@ -202,8 +205,7 @@ static int retry_loop(struct call *c)
 			int err = errno;
 			if (!bs_config_retries(c->cfg, err))
 				return -1;
-			record_failure(c, s, now, bs_policy_delay(&c->cfg->policy, f + 1,
-								  bs_policy_unit(bs_random())), err);
+			record_failure(c, s, now, bs_next_wait(c->cfg, c->e, s), err);
 			if (c->fallback)
 				return errno = err, -1;
 			continue;
@@ -305,9 +307,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	}
 	if (err) {
 		/* The plain attempt failed: that is one more failure. */
-		uint32_t f = bs_state_failures(s);
-		record_failure(&c, s, t0, bs_policy_delay(&cfg->policy, f + 1,
-							  bs_policy_unit(bs_random())), err);
+		record_failure(&c, s, t0, bs_next_wait(cfg, c.e, s), err);
 		if (c.fallback) {
 			errno = err; /* the program has other addresses to try */
 			return -1;

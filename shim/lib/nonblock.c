@@ -68,6 +68,10 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 	    bs_res_has_alternative(bs_res(), key, now, BS_RES_HORIZON))
 		goto go;
 	if (cfg->nonblocking == BS_NB_PACE) {
+		struct bs_entry *e = bs_table_find(bs_tab(), key);
+		uint64_t s = e ? atomic_load(&e->state) : 0;
+		if (bs_state_open(s) || now >= bs_state_next_at(s))
+			goto go; /* due: this attempt may go out */
 		errno = last_err_of(key); /* inside the window: no packet sent */
 		return -1;
 	}
@@ -150,9 +154,9 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		uint64_t a0 = bs_now();
 		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
 		uint64_t s = e ? atomic_load(&e->state) : 0;
-		uint64_t delay = bs_policy_delay(&cfg->policy, bs_state_failures(s) + 1,
-						 bs_policy_unit(bs_random()));
-		uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
+		uint64_t delay = bs_next_wait(cfg, e, s);
+		uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy,
+							      delay == BS_STOP ? 0 : delay);
 		err = reconnect(fd, d.addr, d.len, lim < end ? lim : end);
 		if (err == 0) {
 			bs_dest_connected(cfg, &d, fd, a0);

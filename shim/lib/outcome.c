@@ -26,14 +26,26 @@ void bs_publish(struct bs_entry *e)
 	bs_wake((const uint32_t *)&e->seq);
 }
 
+uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t s)
+{
+	uint64_t prev = e ? atomic_load(&e->last_wait) : 0;
+	return bs_policy_wait(&cfg->policy, bs_state_failures(s) + 1, prev,
+			      bs_policy_unit(bs_random()));
+}
+
 int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 		   uint64_t t0, uint64_t delay, int err, int quiet)
 {
 	uint32_t f = bs_state_failures(seen) + 1;
+	if (delay == BS_STOP) {
+		delay = 0; /* no more retries: the give-up line says so */
+		quiet = 1;
+	}
 	uint64_t now = bs_now(), next = t0 + delay;
 	bs_res_mark(bs_res(), d->key, BS_CAND_FAILED, now, BS_RES_HORIZON);
 	if (!bs_entry_fail(e, seen, next, f, err, now))
 		return 0;
+	atomic_store(&e->last_wait, delay);
 	if (!quiet && bs_log_enabled(BS_LOG_INFO)) {
 		struct bs_line l;
 		bs_line_start(&l);
@@ -57,9 +69,7 @@ void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 	if (!e)
 		return;
 	uint64_t s = atomic_load(&e->state);
-	uint32_t f = bs_state_failures(s);
-	uint64_t delay = bs_policy_delay(&cfg->policy, f + 1, bs_policy_unit(bs_random()));
-	bs_dest_failed(e, d, s, t0, delay, err, quiet);
+	bs_dest_failed(e, d, s, t0, bs_next_wait(cfg, e, s), err, quiet);
 }
 
 void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,

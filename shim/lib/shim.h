@@ -46,6 +46,10 @@ struct bs_dest {
 	const struct sockaddr *addr; /* for log lines; may be NULL */
 	socklen_t len;
 };
+/* The wait to draw after one more failure of e (state s), per the policy:
+ * BS_STOP means this failure ends the retries. */
+uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t s);
+
 /* A failed attempt that started at t0 on state `seen`, to be followed by a
  * wait of `delay` (counted from t0). Logs the wait unless quiet. Returns 1
  * if this call moved the state (then it also published it). */

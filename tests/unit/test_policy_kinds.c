@@ -1,0 +1,180 @@
+/* Unit tests for the policy kinds beyond proportional gRPC: jitter modes,
+ * the delay list, exponential with its stop rule, off; and their config
+ * keys. Distributions are checked over 10 000 seeded draws. */
+#include "unit.h"
+
+#include <string.h>
+
+#include "config.h"
+#include "policy.h"
+
+#define MS 1000000ull
+#define SEC 1000000000ull
+#define DRAWS 10000
+
+static double draw(uint64_t k)
+{
+	return bs_policy_unit(bs_mix64(12345 + k * BS_GOLDEN));
+}
+
+static struct bs_policy grpc(int mode)
+{
+	struct bs_config c;
+	bs_config_defaults(&c);
+	c.policy.jitter_mode = mode;
+	return c.policy;
+}
+
+struct stats {
+	double min, max, mean;
+};
+
+static struct stats sample(const struct bs_policy *p, uint32_t failures, uint64_t prev)
+{
+	struct stats s = {1e300, 0, 0};
+	for (uint64_t k = 0; k < DRAWS; k++) {
+		uint64_t w = bs_policy_wait(p, failures, prev, draw(k));
+		assert_true(w != BS_STOP);
+		double x = (double)w;
+		s.min = x < s.min ? x : s.min;
+		s.max = x > s.max ? x : s.max;
+		s.mean += x / DRAWS;
+	}
+	return s;
+}
+
+static void test_proportional_is_grpc(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(BS_JITTER_PROPORTIONAL);
+	for (uint32_t f = 1; f < 20; f++)
+		for (uint64_t k = 0; k < 100; k++)
+			assert_int_equal(bs_policy_wait(&p, f, 0, draw(k)),
+					 bs_policy_delay(&p, f, draw(k)));
+}
+
+static void test_full_jitter(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(BS_JITTER_FULL);
+	double d = (double)bs_policy_backoff(&p, 4); /* 4.096 s */
+	struct stats s = sample(&p, 4, 0);
+	assert_true(s.min >= 0 && s.min < 0.01 * d);
+	assert_true(s.max <= d && s.max > 0.99 * d);
+	assert_true(s.mean > 0.49 * d && s.mean < 0.51 * d);
+}
+
+static void test_equal_jitter(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(BS_JITTER_EQUAL);
+	double d = (double)bs_policy_backoff(&p, 4);
+	struct stats s = sample(&p, 4, 0);
+	assert_true(s.min >= 0.5 * d && s.min < 0.51 * d);
+	assert_true(s.max <= d && s.max > 0.99 * d);
+	assert_true(s.mean > 0.74 * d && s.mean < 0.76 * d);
+}
+
+static void test_decorrelated_jitter(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(BS_JITTER_DECORRELATED);
+	/* U[base, 3 * prev], capped */
+	struct stats s = sample(&p, 3, 2 * SEC);
+	assert_true(s.min >= (double)SEC && s.min < 1.06 * SEC);
+	assert_true(s.max <= 6.0 * SEC && s.max > 5.94 * SEC);
+	assert_true(s.mean > 3.45 * SEC && s.mean < 3.55 * SEC);
+	/* no previous wait: starts from base */
+	s = sample(&p, 1, 0);
+	assert_true(s.min >= (double)SEC && s.max <= 3.0 * SEC);
+	/* the cap */
+	s = sample(&p, 9, 100 * SEC);
+	assert_true(s.max <= (double)p.max_backoff);
+	assert_true(s.min >= (double)SEC);
+}
+
+static void test_list_default_and_jitter(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(0);
+	p.kind = BS_POLICY_LIST;
+	static const uint64_t want[] = {0, 10 * MS, 10 * MS, 100 * MS, 100 * MS, 500 * MS,
+					500 * MS, 3 * SEC, 3 * SEC, 5 * SEC};
+	for (uint32_t f = 1; f <= 14; f++) {
+		uint64_t d = want[f <= 10 ? f - 1 : 9]; /* saturates at the last */
+		struct stats s = sample(&p, f, 0);
+		if (d == 0) {
+			assert_true(s.max == 0); /* 0 stays 0 */
+			continue;
+		}
+		assert_true(s.min >= 0.5 * d && s.min < 0.51 * d);
+		assert_true(s.max <= 1.5 * d && s.max > 1.49 * d);
+		assert_true(s.mean > 0.99 * d && s.mean < 1.01 * d);
+	}
+}
+
+static void test_list_from_config(void **state)
+{
+	(void)state;
+	struct bs_config c;
+	const char *why;
+	bs_config_defaults(&c);
+	assert_int_equal(bs_config_set(&c, "backoff", "policy", "list", &why), 0);
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "1s, 250ms,2s", &why), 0);
+	assert_int_equal(c.policy.kind, BS_POLICY_LIST);
+	assert_int_equal(c.policy.ndelays, 3);
+	assert_int_equal(bs_policy_wait(&c.policy, 2, 0, 0.5), 250 * MS);
+	assert_int_equal(bs_policy_wait(&c.policy, 7, 0, 0.5), 2 * SEC);
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "1s,,2s", &why), -1);
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "", &why), -1);
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "1s, soon", &why), -1);
+	assert_int_equal(c.policy.ndelays, 3); /* unchanged */
+	assert_int_equal(bs_config_set(&c, "backoff", "policy", "fibonacci", &why), -1);
+	assert_int_equal(bs_config_set(&c, "backoff", "jitter_mode", "Decorrelated", &why), 0);
+	assert_int_equal(c.policy.jitter_mode, BS_JITTER_DECORRELATED);
+	assert_int_equal(bs_config_set(&c, "backoff", "jitter_mode", "half", &why), -1);
+	assert_int_equal(bs_config_set(&c, NULL, "policy", " off ", &why), 0);
+	assert_int_equal(c.policy.kind, BS_POLICY_OFF);
+}
+
+static void test_exponential_stops_before_max(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(0);
+	p.kind = BS_POLICY_EXPONENTIAL;
+	p.initial_backoff = 1 * SEC;
+	p.multiplier = 2.0;
+	p.max_backoff = 10 * SEC;
+	/* waits of 1, 2, 4 and 8 s: 5 attempts, then stop; no jitter */
+	assert_int_equal(bs_policy_wait(&p, 1, 0, 0.9), 1 * SEC);
+	assert_int_equal(bs_policy_wait(&p, 2, 0, 0.1), 2 * SEC);
+	assert_int_equal(bs_policy_wait(&p, 3, 0, 0.7), 4 * SEC);
+	assert_int_equal(bs_policy_wait(&p, 4, 0, 0.3), 8 * SEC);
+	assert_true(bs_policy_wait(&p, 5, 0, 0.3) == BS_STOP);
+	assert_true(bs_policy_wait(&p, 1000000, 0, 0.3) == BS_STOP);
+	p.initial_backoff = 10 * SEC; /* already at the cap: one attempt only */
+	assert_true(bs_policy_wait(&p, 1, 0, 0.3) == BS_STOP);
+}
+
+static void test_off_stops(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(0);
+	p.kind = BS_POLICY_OFF;
+	assert_true(bs_policy_wait(&p, 1, 0, 0.5) == BS_STOP);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_proportional_is_grpc),
+		cmocka_unit_test(test_full_jitter),
+		cmocka_unit_test(test_equal_jitter),
+		cmocka_unit_test(test_decorrelated_jitter),
+		cmocka_unit_test(test_list_default_and_jitter),
+		cmocka_unit_test(test_list_from_config),
+		cmocka_unit_test(test_exponential_stops_before_max),
+		cmocka_unit_test(test_off_stops),
+	};
+	return cmocka_run_group_tests_name("policy kinds", tests, NULL, NULL);
+}
