@@ -1,0 +1,124 @@
+"""An event loop under pace mode: a poll()-based server (tests/progs/evloop.c)
+keeps answering its clients while it retries a dead upstream in a tight loop.
+With BACKOFFSHIM_NONBLOCKING=pace the shim must never block the loop, must
+fail the connects inside the backoff window at once, and must let the
+upstream's SYNs out on the schedule; without the shim the same program
+hammers the upstream."""
+import re
+import socket
+import time
+
+from lib import (SynSniffer, TestFailure, base_env, check, check_gaps, finish, free_port, prog,
+                 shim_env, spawn)
+
+DURATION = 2.5    # seconds evloop runs
+PING_EVERY = 0.02
+POLL_MS = 10      # evloop's poll timeout per turn
+RTT_SLACK_MS = 15
+LINE = re.compile(r"upstream_calls=(\d+) refused_fast=(\d+) "
+                  r"max_call_ms=([0-9.]+) max_turn_ms=([0-9.]+)$")
+
+
+def _connect_when_listening(port, p, timeout=3.0):
+    """The first client: retried (bounded) until evloop listens."""
+    end = time.monotonic() + timeout
+    for _ in range(1000):
+        if p.poll() is not None or time.monotonic() >= end:
+            break
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=0.5)
+        except OSError:
+            time.sleep(0.01)
+    raise TestFailure("evloop never listened on %d (exit %r)" % (port, p.poll()))
+
+
+def _ping(sock, until):
+    """'ping' every PING_EVERY until `until`; returns the round trips (s)."""
+    sock.settimeout(1.0)
+    rtts, buf = [], b""
+    for _ in range(int(DURATION / PING_EVERY) + 10):
+        t0 = time.monotonic()
+        if t0 >= until:
+            break
+        sock.sendall(b"ping\n")
+        while b"\n" not in buf:
+            try:
+                chunk = sock.recv(64)
+            except socket.timeout:
+                raise TestFailure("no pong within 1s (after %d round trips)" % len(rtts))
+            check(chunk, "evloop closed the client connection")
+            buf += chunk
+        rtts.append(time.monotonic() - t0)
+        line, buf = buf.split(b"\n", 1)
+        check(line == b"pong", "expected pong, got %r" % line)
+        time.sleep(max(0.0, t0 + PING_EVERY - time.monotonic()))
+    return rtts
+
+
+def _run_evloop(env, with_client):
+    """Run evloop for DURATION against a dead upstream. Returns a dict with
+    the parsed result line, the client's round trips, the SYN times to the
+    upstream and the wall time."""
+    lport, uport = free_port(), free_port()
+    with SynSniffer(uport) as sn:
+        t0 = time.monotonic()
+        p = spawn([prog("evloop"), str(lport), str(uport), str(DURATION)], env)
+        rtts = []
+        try:
+            if with_client:
+                with _connect_when_listening(lport, p) as c:
+                    rtts = _ping(c, t0 + DURATION - 0.2)
+        finally:
+            rc, out, err = finish(p, DURATION + 10)
+        wall = time.monotonic() - t0
+        time.sleep(0.05)  # let the observer drain the last packets
+        syns = list(sn.times)
+    check(rc == 0, "evloop exited %r; out=%r err=%r" % (rc, out, err[-500:]))
+    m = LINE.search(out.strip())
+    check(m, "no result line from evloop: %r (stderr %r)" % (out, err[-500:]))
+    return dict(calls=int(m.group(1)), refused_fast=int(m.group(2)),
+                max_call_ms=float(m.group(3)), max_turn_ms=float(m.group(4)),
+                rtts=rtts, syns=syns, wall=wall, out=out.strip(), err=err)
+
+
+def _summary(r):
+    gaps = [b - a for a, b in zip(r["syns"], r["syns"][1:])]
+    return "%s; %d SYNs, gaps %s; max rtt %s; wall %.2fs; stderr tail %r" % (
+        r["out"], len(r["syns"]), ", ".join("%.3f" % g for g in gaps[:8]),
+        "%.1fms" % (1e3 * max(r["rtts"])) if r["rtts"] else "-", r["wall"],
+        r["err"][-300:])
+
+
+def test_evloop_pace_mode_keeps_the_loop_responsive_and_paces_upstream():
+    shim = _run_evloop(shim_env(BACKOFFSHIM_NONBLOCKING="pace"), with_client=True)
+    base = _run_evloop(base_env(), with_client=False)
+    what = "pace: " + _summary(shim)
+
+    # The loop never blocked: every call into the shim returned at once,
+    # no turn took longer than its poll timeout plus slack, and the
+    # clients were answered throughout.
+    check(shim["wall"] <= DURATION + 1.0, "evloop ran %.2fs; " % shim["wall"] + what)
+    check(shim["max_call_ms"] <= POLL_MS, "a shim call took %.3fms; %s" % (
+        shim["max_call_ms"], what))
+    check(shim["max_turn_ms"] <= POLL_MS + RTT_SLACK_MS, "a loop turn took %.3fms; %s" % (
+        shim["max_turn_ms"], what))
+    check(len(shim["rtts"]) >= DURATION / PING_EVERY / 2,
+          "only %d round trips; %s" % (len(shim["rtts"]), what))
+    worst = 1e3 * max(shim["rtts"])
+    check(worst <= POLL_MS + RTT_SLACK_MS, "client round trip %.1fms; %s" % (worst, what))
+
+    # Inside the window connect() fails at once with the last error and sends
+    # nothing; outside it the attempt goes out: SYNs on the schedule.
+    check(shim["refused_fast"] > 0, "no connect failed fast; " + what)
+    n = len(shim["syns"])
+    check(n >= 5, "only %d SYN(s) to the upstream in %.1fs (schedule: ~10); %s" % (
+        n, DURATION, what))
+    check(n <= 14, "%d SYNs to the upstream: not paced; %s" % (n, what))
+    check(shim["calls"] >= 10 * n, "%d upstream calls for %d SYNs; %s" % (
+        shim["calls"], n, what))
+    gaps = [b - a for a, b in zip(shim["syns"], shim["syns"][1:])]
+    check_gaps(gaps[:4], "evloop pace")
+
+    # Without the shim the same loop hammers the dead upstream.
+    check(len(base["syns"]) >= max(1000, 50 * n), "without the shim only %d SYNs; %s" % (
+        len(base["syns"]), _summary(base)))
