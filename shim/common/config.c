@@ -177,6 +177,7 @@ struct ini_ctx {
 	bs_config_report_fn report;
 	void *rctx;
 	int have_key; /* inih holds a previous key: indented lines continue it */
+	int dest;     /* the [dest ...] section being read, -1 if none/bad */
 };
 
 static char *reader(char *str, int num, void *stream)
@@ -209,8 +210,18 @@ static char *reader(char *str, int num, void *stream)
 		start += 3;
 	const char *s = start + strspn(start, " \t\r");
 	if (*s && *s != ';' && *s != '#' && *s != '\n' && !(s > start && x->have_key)) {
-		if (*s == '[' && strchr(s, ']'))
+		if (*s == '[' && strchr(s, ']')) {
 			x->have_key = 0; /* new section: inih forgets the key */
+			x->dest = -1;
+			if (!strncasecmp(s, "[dest ", 6)) {
+				char spec[200];
+				size_t n = (size_t)(strchr(s, ']') - (s + 6));
+				memcpy(spec, s + 6, n);
+				spec[n] = '\0';
+				x->dest = bs_dest_begin(x->c, spec, x->origin, x->line, x->report,
+							x->rctx);
+			}
+		}
 		else if (*s == '[' || (!strchr(s, '=') && !strchr(s, ':')))
 			x->report(x->rctx, x->origin, x->line, NULL, NULL,
 				  *s == '[' ? "section header without ']'"
@@ -225,6 +236,10 @@ static int handler(void *user, const char *section, const char *name,
 	struct ini_ctx *x = user;
 	const char *why;
 	x->have_key = 1;
+	if (!strncasecmp(section, "dest ", 5)) {
+		bs_dest_key(x->c, x->dest, name, value, x->origin, x->line, x->report, x->rctx);
+		return 1;
+	}
 	if (bs_config_set(x->c, section, name, value, &why))
 		x->report(x->rctx, x->origin, x->line, name, value, why);
 	return 1; /* keep going: every problem gets reported */
@@ -233,7 +248,7 @@ static int handler(void *user, const char *section, const char *name,
 void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *text,
 			 size_t len, bs_config_report_fn report, void *rctx)
 {
-	struct ini_ctx x = {c, origin, text, text + len, 0, report, rctx, 0};
+	struct ini_ctx x = {c, origin, text, text + len, 0, report, rctx, 0, -1};
 	ini_parse_stream(reader, &x, handler, &x);
 }
 
@@ -276,14 +291,27 @@ void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 	}
 }
 
-void bs_config_load(struct bs_config *c, bs_config_getenv_fn get,
-		    bs_config_report_fn report, void *ctx)
+void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
+			  bs_config_getenv_fn get, bs_config_report_fn report, void *ctx)
 {
 	bs_config_defaults(c);
+	c->rules = rules;
+	if (rules)
+		rules->n = 0;
 	const char *path = get("BACKOFFSHIM_CONFIG");
 	if (path && *path)
 		bs_config_load_file(c, path, report, ctx);
 	else if (access(BS_DEFAULT_CONFIG, F_OK) == 0)
 		bs_config_load_file(c, BS_DEFAULT_CONFIG, report, ctx);
 	bs_config_load_env(c, get, report, ctx);
+	const char *dr = get("BACKOFFSHIM_DEST_RULES");
+	if (dr && *dr)
+		bs_dest_env(c, dr, report, ctx);
+	bs_config_finish(c);
+}
+
+void bs_config_load(struct bs_config *c, bs_config_getenv_fn get,
+		    bs_config_report_fn report, void *ctx)
+{
+	bs_config_load_rules(c, NULL, get, report, ctx);
 }

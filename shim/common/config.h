@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "policy.h"
+#include "rules.h"
 
 #define BS_DEFAULT_CONFIG "/etc/backoffshim.ini"
 #define BS_ERRSET_WORDS 3 /* errno values 0..191 */
@@ -33,16 +34,56 @@ struct bs_config {
 	char log_file[256];      /* "" = stderr */
 	uint64_t seed;
 	int seed_set;
+	struct bs_rules *rules;  /* [dest ...] sections; NULL: not accepted */
 };
-
-/* What happens to non-blocking sockets. */
-enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2 };
 
 /* One problem. origin is a path or a variable name; line is 0 for
  * variables and file-level problems; key/value may be NULL. */
 typedef void (*bs_config_report_fn)(void *ctx, const char *origin, unsigned line,
 				     const char *key, const char *value,
 				     const char *why);
+
+/* Per-destination sections (config_dest.c). Each rule keeps the keys it
+ * set; bs_config_finish() gives it the global settings for the others. */
+#define BS_RULES_MAX 32
+#define BS_RULE_KEYS 12
+
+struct bs_rule {
+	struct bs_spec spec;
+	char text[64];          /* as written */
+	char origin[64];        /* file or variable it came from */
+	unsigned line;
+	unsigned nkv;
+	struct {
+		char key[24];
+		char value[96];
+	} kv[BS_RULE_KEYS];
+	struct bs_config cfg;   /* effective settings, after bs_config_finish */
+};
+
+struct bs_rules {
+	unsigned n;
+	struct bs_rule r[BS_RULES_MAX];
+};
+
+/* Start a rule for "[dest SPEC]" at origin:line. Returns its index, or -1
+ * (reported: bad SPEC, a duplicate of an earlier section, too many). */
+int bs_dest_begin(struct bs_config *c, const char *spec, const char *origin, unsigned line,
+		  bs_config_report_fn report, void *ctx);
+/* A key inside rule i; checked now, applied by bs_config_finish. */
+void bs_dest_key(struct bs_config *c, int i, const char *key, const char *value,
+		 const char *origin, unsigned line, bs_config_report_fn report, void *ctx);
+/* BACKOFFSHIM_DEST_RULES: "SPEC=key:value,key:value;SPEC=..." */
+void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn report,
+		 void *ctx);
+/* Give every rule the final global settings plus its own keys. */
+void bs_config_finish(struct bs_config *c);
+/* The settings for a destination: the most specific rule, or c itself. */
+const struct bs_config *bs_config_for(const struct bs_config *c, const struct sockaddr *addr,
+				      socklen_t len, bs_name_has_fn name_has);
+
+/* What happens to non-blocking sockets. */
+enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2 };
 
 /* Looks up a variable; the shim passes secure_getenv, tests pass a fake. */
 typedef const char *(*bs_config_getenv_fn)(const char *name);
@@ -70,6 +111,11 @@ void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 /* Everything, in precedence order: defaults, file, environment. */
 void bs_config_load(struct bs_config *c, bs_config_getenv_fn get,
 		    bs_config_report_fn report, void *ctx);
+
+/* The same, also reading [dest ...] sections and BACKOFFSHIM_DEST_RULES
+ * into `rules` (which c then points at). */
+void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
+			  bs_config_getenv_fn get, bs_config_report_fn report, void *ctx);
 
 int bs_config_retries(const struct bs_config *c, int err);
 

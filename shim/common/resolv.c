@@ -3,6 +3,12 @@
 
 void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now)
 {
+	bs_res_add_named(t, keys, n, now, 0);
+}
+
+void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
+		      uint64_t name)
+{
 	struct bs_res *r = &t->rec[atomic_fetch_add(&t->next, 1) % BS_RES_RECORDS];
 	unsigned m = 0;
 	atomic_store(&r->stamp, 0);
@@ -15,6 +21,7 @@ void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t 
 	}
 	atomic_store(&r->n, m);
 	atomic_store(&r->cand, 0);
+	atomic_store(&r->name, name);
 	atomic_store(&r->stamp, now ? now : 1);
 }
 
@@ -69,5 +76,21 @@ int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t now,
 	for (unsigned j = 0; j < n && j < BS_RES_KEYS; j++)
 		if (j != i && ((cand >> (2 * j)) & 3u) != BS_CAND_FAILED)
 			return 1;
+	return 0;
+}
+
+int bs_res_name_has(struct bs_restab *t, uint64_t name, uint64_t key, uint64_t now,
+		    uint64_t horizon)
+{
+	for (unsigned r = 0; r < BS_RES_RECORDS; r++) {
+		struct bs_res *x = &t->rec[r];
+		uint64_t st = atomic_load(&x->stamp);
+		if (!st || (now > st && now - st > horizon) || atomic_load(&x->name) != name)
+			continue;
+		unsigned n = atomic_load(&x->n);
+		for (unsigned i = 0; i < n && i < BS_RES_KEYS; i++)
+			if (atomic_load(&x->keys[i]) == key && atomic_load(&x->stamp) == st)
+				return 1;
+	}
 	return 0;
 }

@@ -22,6 +22,7 @@ enum bs_cand { BS_CAND_UNTRIED = 0, BS_CAND_INFLIGHT = 1, BS_CAND_FAILED = 2, BS
 
 struct bs_res {
 	_Atomic uint64_t stamp; /* ns when made; 0 while being written */
+	_Atomic uint64_t name;  /* hash of the name resolved (0: unknown) */
 	_Atomic uint64_t keys[BS_RES_KEYS];
 	_Atomic uint32_t n;
 	_Atomic uint32_t cand; /* 2 bits per key */
@@ -34,6 +35,12 @@ struct bs_restab {
 
 /* Remember one resolution (duplicates dropped; at most BS_RES_KEYS kept). */
 void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now);
+/* The same, naming the host name's hash (for [dest name:port] rules). */
+void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
+		      uint64_t name);
+/* Did a live resolution of that name yield key? */
+int bs_res_name_has(struct bs_restab *t, uint64_t name, uint64_t key, uint64_t now,
+		    uint64_t horizon);
 
 /* Set the candidate state of key in its newest live record. */
 void bs_res_mark(struct bs_restab *t, uint64_t key, enum bs_cand c, uint64_t now,

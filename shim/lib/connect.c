@@ -41,6 +41,9 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 	default:
 		return bs_real_connect(fd, addr, len);
 	}
+	cfg = bs_cfg_for(cfg, addr, len);
+	if (cfg->policy.kind == BS_POLICY_OFF)
+		return bs_real_connect(fd, addr, len);
 	uint64_t key = bs_addr_key(addr, len);
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_FAILED) {

@@ -4,6 +4,9 @@
 #include "addr.h"
 #include "clock.h"
 #include "real.h"
+#include "rules.h"
+
+#include <string.h>
 #include "shim.h"
 
 __attribute__((visibility("default"))) int getaddrinfo(const char *node, const char *svc,
@@ -22,9 +25,17 @@ __attribute__((visibility("default"))) int getaddrinfo(const char *node, const c
 		if (k)
 			keys[n++] = k;
 	}
-	if (n >= 2) /* a single address leaves nowhere else to go */
-		bs_res_add(bs_res(), keys, n, bs_now());
+	/* Names are kept for [dest name:port] rules; otherwise a single
+	 * address leaves nowhere else to go and is not worth a record. */
+	uint64_t name = node ? bs_name_hash(node, (unsigned)strlen(node)) : 0;
+	if (n >= 2 || (n == 1 && node && bs_active()->rules && bs_active()->rules->n))
+		bs_res_add_named(bs_res(), keys, n, bs_now(), name);
 	return r;
+}
+
+int bs_name_has(uint64_t name, uint64_t key)
+{
+	return bs_res_name_has(bs_res(), name, key, bs_now(), BS_RES_HORIZON);
 }
 
 /* Records outlive the result: CPython, for one, frees it before connecting;

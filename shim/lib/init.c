@@ -17,6 +17,7 @@ enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
 
 static _Atomic int g_state;
 static struct bs_config g_cfg;
+static struct bs_rules g_rules;
 static struct bs_table g_table;
 struct bs_fdtab bs_fdtab_g;
 static struct bs_restab g_res;
@@ -66,6 +67,13 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 		bs_line_str(l, ": ");
 		put_printable(l, key, 40);
 		bs_line_str(l, " = ");
+	} else if (value && line) { /* a [dest ...] section header */
+		bs_line_str(l, ": [dest ");
+		put_printable(l, value, 60);
+		bs_line_str(l, "]: ");
+		bs_line_str(l, why);
+		bs_line_str(l, "; section ignored");
+		return;
 	} else if (value && !line) {
 		bs_line_str(l, "=");
 	} else {
@@ -122,7 +130,7 @@ static void init(void)
 		errno = saved;
 		return;
 	}
-	bs_config_load(&g_cfg, get_env, report, NULL);
+	bs_config_load_rules(&g_cfg, &g_rules, get_env, report, NULL);
 	open_log();
 	if (g_cfg.log_level != BS_LOG_OFF) {
 		unsigned n = g_nproblems < MAX_PROBLEMS ? g_nproblems : MAX_PROBLEMS;

@@ -97,6 +97,8 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		st = BS_FD_PROBATION;
 	}
 	struct bs_dest d = dest_of(s);
+	if (d.addr)
+		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	int bad = r == 0 || (r < 0 && (err == ECONNRESET || err == ETIMEDOUT ||
 				       err == EPIPE || err == ECONNREFUSED));
 	if (r > 0 || bad) {
@@ -137,6 +139,7 @@ static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o)
 	    bs_addr_kind((struct sockaddr *)&ss, l) != BS_ADDR_INET)
 		return errno = ECONNREFUSED, -1;
 	struct bs_dest d = {bs_addr_key((struct sockaddr *)&ss, l), (struct sockaddr *)&ss, l};
+	cfg = bs_cfg_for(cfg, d.addr, d.len);
 	uint64_t start = bs_now(), end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
 	bs_dest_failed_later(cfg, &d, start, ECONNREFUSED, 0);
 	long fl = syscall(SYS_fcntl, o->fd, F_GETFL);
@@ -195,6 +198,8 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 	}
 	if (send_error(err) && bs_io_same_peer(o->fd, atomic_load(&s->key))) {
 		struct bs_dest d = dest_of(s);
+		if (d.addr)
+			cfg = bs_cfg_for(cfg, d.addr, d.len);
 		if (sock_type(o->fd) != SOCK_STREAM)
 			return udp_refused(cfg, o);
 		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);

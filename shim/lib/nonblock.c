@@ -133,6 +133,8 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 	uint64_t t0 = atomic_load(&sl->since), start = atomic_load(&sl->call_start);
 	if (!d.len)
 		d.addr = NULL;
+	else
+		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	if (err == 0) {
 		bs_dest_connected(cfg, &d, fd, t0);
 		return 0;
@@ -183,6 +185,9 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		    const struct sockaddr *addr, socklen_t len)
 {
 	uint64_t key = bs_addr_key(addr, len), now = bs_now();
+	cfg = bs_cfg_for(cfg, addr, len);
+	if (cfg->policy.kind == BS_POLICY_OFF)
+		return bs_real_sendto(fd, buf, n, flags, addr, len);
 	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
 	if (e && !bs_state_open(atomic_load(&e->state))) {
 		long fl = syscall(SYS_fcntl, fd, F_GETFL);

@@ -34,3 +34,41 @@ def test_list_policy_follows_its_delays():
 def test_policy_off_is_pass_through():
     rc, out, err, gaps, n = _syns(shim_env(BACKOFFSHIM_POLICY="off"))
     check(n == 1 and err == "" and ms_of(out) < 100, "policy=off: %d SYNs %r %r" % (n, out, err))
+
+
+def test_two_destinations_follow_their_own_sections():
+    import os
+    import sys
+    import tempfile
+    from lib import SynSniffer
+    a, b = free_port(), free_port()
+    with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
+        f.write("[backoff]\ninitial_backoff = 50ms\nmax_backoff = 500ms\n"
+                "[dest 127.0.0.1:%d]\npolicy = list\ndelays = 0, 120ms\nmax_attempts = 4\n"
+                "[dest *:%d]\npolicy = exponential\nmultiplier = 2\n" % (a, b))
+        path = f.name
+    code = ("import socket,sys,threading\n"
+            "def go(p):\n"
+            "  try: socket.create_connection(('127.0.0.1', p))\n"
+            "  except OSError as e: print(p, e.errno, flush=True)\n"
+            "ts=[threading.Thread(target=go, args=(int(x),)) for x in sys.argv[1:]]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n")
+    env = shim_env(BACKOFFSHIM_CONFIG=path)
+    for k in ("BACKOFFSHIM_INITIAL_BACKOFF", "BACKOFFSHIM_MAX_BACKOFF", "BACKOFFSHIM_MULTIPLIER",
+              "BACKOFFSHIM_JITTER"):
+        env.pop(k)
+    try:
+        with SynSniffer(a) as sa, SynSniffer(b) as sb:
+            rc, out, err = run([sys.executable, "-c", code, str(a), str(b)], env)
+            sa.wait_for(10, 0.3)
+            sb.wait_for(10, 0.3)
+            ga, gb = sa.gaps(), sb.gaps()
+    finally:
+        os.unlink(path)
+    check(sorted(out.split()) == sorted([str(a), "111", str(b), "111"]), "out %r %r" % (out, err))
+    check(len(ga) == 3, "list destination: %d attempts, want 4 (%r)" % (len(ga) + 1, ga))
+    for g, d in zip(ga, (0, 0.12, 0.12)):
+        check(0.5 * d - SLACK <= g <= 1.5 * d + SLACK, "list gaps %r" % ga)
+    check(len(gb) == 4, "exponential destination: %d attempts, want 5 (%r)" % (len(gb) + 1, gb))
+    for g, e in zip(gb, (0.05, 0.1, 0.2, 0.4)):
+        check(abs(g - e) <= SLACK, "exponential gaps %r" % gb)

@@ -1,0 +1,170 @@
+/* backoffshim: the command's entry point and shared helpers. See cli.h. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <string.h>
+
+static const char usage_text[] =
+	"Usage: backoffshim COMMAND [ARGS...]\n"
+	"\n"
+	"Runs programs with libbackoffshim.so preloaded, previews the retry schedule\n"
+	"a configuration gives, and checks configuration files.\n"
+	"\n"
+	"Commands:\n"
+	"  run [OPTIONS] -- CMD [ARGS...]\n"
+	"                  run CMD with the shim preloaded (exec, no fork: CMD's exit\n"
+	"                  status is the command's own; fit for a container ENTRYPOINT)\n"
+	"  schedule [--config F] [--dest ADDR:PORT] [-n N] [--seed S]\n"
+	"                  print the effective policy and the next N waits\n"
+	"  check-config FILE...\n"
+	"                  report every problem in FILE as file:line: key: reason;\n"
+	"                  exit 0 if there is none, 1 otherwise\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help      show this help; 'backoffshim COMMAND --help' for a command\n"
+	"  -V, --version   print the version\n"
+	"\n"
+	"Exit status: 2 on a usage error; otherwise see each command's --help.\n";
+
+const char *bs_cli_argv0;
+
+int bs_cli_usage(const char *sub, const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fprintf(stderr, "backoffshim%s%s: ", sub ? " " : "", sub ? sub : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'backoffshim%s%s --help'.\n", sub ? " " : "", sub ? sub : "");
+	return BS_EXIT_USAGE;
+}
+
+int bs_cli_bad_option(const char *sub, int ret, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	if (ret == ':')
+		return bs_cli_usage(sub, "option '%s' needs a value", arg);
+	if (optopt && strncmp(arg, "--", 2) != 0)
+		return bs_cli_usage(sub, "unknown option '-%c'", optopt);
+	return bs_cli_usage(sub, "unknown option '%s'", arg);
+}
+
+void bs_cli_dur(uint64_t ns, char *buf, size_t cap)
+{
+	static const struct {
+		uint64_t ns;
+		const char *name;
+	} u[] = {
+		{3600 * BS_NS_PER_SEC, "h"}, {60 * BS_NS_PER_SEC, "m"}, {BS_NS_PER_SEC, "s"},
+		{BS_NS_PER_MS, "ms"}, {1000, "us"}, {1, "ns"},
+	};
+	if (ns == 0) {
+		snprintf(buf, cap, "0");
+		return;
+	}
+	/* Hours and minutes only when exact to 3 decimals (90s -> 1.5m, but
+	 * 61s stays 61s); otherwise the largest unit not above ns. */
+	size_t i;
+	for (i = 0; i < 2; i++)
+		if (ns >= u[i].ns && ns % (u[i].ns / 1000) == 0)
+			break;
+	if (i == 2)
+		while (ns < u[i].ns)
+			i++;
+	uint64_t ip, f;
+	for (;;) {
+		ip = ns / u[i].ns;
+		f = (ns % u[i].ns * 1000 + u[i].ns / 2) / u[i].ns;
+		if (f == 1000) {
+			ip++;
+			f = 0;
+		}
+		if (i <= 2 || ip < 1000)
+			break;
+		i--; /* 999.9996ms rounds to 1000ms: say 1s */
+	}
+	int n = snprintf(buf, cap, "%llu", (unsigned long long)ip);
+	if (f && n > 0 && (size_t)n < cap) {
+		char frac[8];
+		snprintf(frac, sizeof frac, ".%03u", (unsigned)f);
+		size_t len = strlen(frac);
+		while (frac[len - 1] == '0')
+			frac[--len] = '\0';
+		snprintf(buf + n, cap - (size_t)n, "%s", frac);
+	}
+	size_t len = strlen(buf);
+	snprintf(buf + len, cap - len, "%s", u[i].name);
+}
+
+void bs_cli_printable(FILE *f, const char *s, size_t max)
+{
+	size_t i;
+	for (i = 0; s[i] && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		fputc(c < 0x20 || c > 0x7e ? '?' : c, f);
+	}
+	if (s[i])
+		fputs("...", f);
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+} commands[] = {
+	{"run", bs_cmd_run},
+	{"schedule", bs_cmd_schedule},
+	{"check-config", bs_cmd_check_config},
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	bs_cli_argv0 = argv[0];
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			puts("backoffshim " BS_VERSION);
+			return 0;
+		default:
+			return bs_cli_bad_option(NULL, c, argv);
+		}
+	}
+	if (optind >= argc)
+		return bs_cli_usage(NULL, "missing command (run, schedule or check-config)");
+	const char *name = argv[optind];
+	if (strcmp(name, "help") == 0) {
+		if (optind + 1 >= argc) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		/* "help run" is "run --help" */
+		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+			if (strcmp(argv[optind + 1], commands[i].name) == 0) {
+				char *args[] = {argv[optind + 1], "--help", NULL};
+				optind = 0; /* GNU getopt: start afresh */
+				return commands[i].fn(2, args);
+			}
+		return bs_cli_usage(NULL, "unknown command '%s'", argv[optind + 1]);
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		if (strcmp(name, commands[i].name) == 0) {
+			int sub_argc = argc - optind;
+			char **sub_argv = argv + optind;
+			optind = 0; /* GNU getopt: start afresh for the subcommand */
+			return commands[i].fn(sub_argc, sub_argv);
+		}
+	}
+	return bs_cli_usage(NULL, "unknown command '%s' (expected run, schedule or check-config)",
+			    name);
+}

@@ -1,0 +1,58 @@
+/*
+ * cli: the `backoffshim` command (run, schedule, check-config).
+ *
+ * An ordinary program, not preloaded: it may use stdio, the heap and exit.
+ * It links the same shim/common modules as the library, so values are
+ * parsed and the schedule is computed by the very code the library runs.
+ * Usage errors print one line naming the problem and a pointer to --help
+ * on stderr, and exit 2. Output never contains colour codes.
+ */
+#ifndef BS_CLI_H
+#define BS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+/* The one place the version is defined. */
+#define BS_VERSION "0.3.0"
+
+#define BS_EXIT_USAGE 2
+
+/* main()'s argv[0]. */
+extern const char *bs_cli_argv0;
+
+/* Subcommands: argv[0] is the subcommand's name. Each returns an exit status
+ * (run returns only when it could not exec). */
+int bs_cmd_run(int argc, char **argv);
+int bs_cmd_schedule(int argc, char **argv);
+int bs_cmd_check_config(int argc, char **argv);
+
+/* "backoffshim SUB: <message>" and "Try 'backoffshim SUB --help'." on
+ * stderr; returns BS_EXIT_USAGE. sub may be NULL for the top level. */
+int bs_cli_usage(const char *sub, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The usage error for what getopt_long returned ('?' or ':'), using optopt
+ * and argv[optind - 1]. Returns BS_EXIT_USAGE. */
+int bs_cli_bad_option(const char *sub, int ret, char **argv);
+
+/* A duration in the units the config accepts: "0", "250ms", "1.6s", "2m",
+ * "409.6ms"; at most 3 decimals (rounded). buf needs 32 bytes. */
+void bs_cli_dur(uint64_t ns, char *buf, size_t cap);
+
+/* s with control and non-ASCII bytes as '?', cut at max bytes ("..."). */
+void bs_cli_printable(FILE *f, const char *s, size_t max);
+
+/* Print the effective configuration (the policy and every key that matters
+ * to it) as "  key = value" lines. Defined in show.c. */
+void bs_cli_show_config(FILE *f, const struct bs_config *c);
+
+/* The range a wait after `failures` failures can take under p, given the
+ * previous wait. Exact (lo == hi) where the policy draws nothing. */
+void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+		       uint64_t *lo, uint64_t *hi);
+
+#endif

@@ -1,0 +1,205 @@
+/* backoffshim run: exec a command with the shim preloaded. See cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef BS_PREFIX
+#define BS_PREFIX "/usr/local"
+#endif
+#define LIB_NAME "libbackoffshim.so"
+
+#define EXIT_NO_LIBRARY 125
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND 127
+
+static const char help_text[] =
+	"Usage: backoffshim run [OPTIONS] [--] CMD [ARGS...]\n"
+	"\n"
+	"Runs CMD in place of this process (exec, no fork: CMD keeps the process id,\n"
+	"receives the signals and its exit status is the command's own, so it works\n"
+	"as a container ENTRYPOINT) with " LIB_NAME " appended to LD_PRELOAD.\n"
+	"Each option sets its BACKOFFSHIM_* variable, overriding one already in the\n"
+	"environment; values are checked before CMD starts.\n"
+	"\n"
+	"Options:\n"
+	"  --initial-backoff D  first wait (BACKOFFSHIM_INITIAL_BACKOFF), e.g. 250ms\n"
+	"  --max-backoff D      cap on the wait (BACKOFFSHIM_MAX_BACKOFF)\n"
+	"  --multiplier X       growth per failure, 1 to 100 (BACKOFFSHIM_MULTIPLIER)\n"
+	"  --jitter X           random fraction, 0 to 1 (BACKOFFSHIM_JITTER)\n"
+	"  --max-elapsed D      time per connect() call, 0 = unlimited\n"
+	"                       (BACKOFFSHIM_MAX_ELAPSED)\n"
+	"  --max-attempts N     attempts per connect() call, 0 = unlimited\n"
+	"                       (BACKOFFSHIM_MAX_ATTEMPTS)\n"
+	"  --policy NAME        grpc, list, exponential or off (BACKOFFSHIM_POLICY)\n"
+	"  --config FILE        INI file to read (BACKOFFSHIM_CONFIG, made absolute)\n"
+	"  --pace               never sleep on non-blocking sockets: fail a connect\n"
+	"                       inside the backoff window at once\n"
+	"                       (BACKOFFSHIM_NONBLOCKING=pace)\n"
+	"  --log LEVEL          off, error, info or debug (BACKOFFSHIM_LOG)\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"Durations take a unit: ns, us, ms, s, m or h (a bare number is seconds).\n"
+	"\n"
+	"The library is looked for next to this program (DIR/" LIB_NAME ",\n"
+	"DIR/../lib/" LIB_NAME "), then as " BS_PREFIX "/lib/" LIB_NAME ".\n"
+	"\n"
+	"Exit status: CMD's own; 2 on a usage error or a bad value; 125 if the\n"
+	"library is not found; 126 if CMD cannot be run; 127 if CMD is not found.\n"
+	"\n"
+	"Example: backoffshim run --max-backoff 30s -- ./client db.internal 5432\n";
+
+/* Options that map one value to one variable; checked by the config
+ * module with its variable-style key. */
+static const struct setting {
+	const char *opt, *key, *var;
+} settings[] = {
+	{"initial-backoff", "initial_backoff", "BACKOFFSHIM_INITIAL_BACKOFF"},
+	{"max-backoff", "max_backoff", "BACKOFFSHIM_MAX_BACKOFF"},
+	{"multiplier", "multiplier", "BACKOFFSHIM_MULTIPLIER"},
+	{"jitter", "jitter", "BACKOFFSHIM_JITTER"},
+	{"max-elapsed", "max_elapsed", "BACKOFFSHIM_MAX_ELAPSED"},
+	{"max-attempts", "max_attempts", "BACKOFFSHIM_MAX_ATTEMPTS"},
+	{"policy", "policy", "BACKOFFSHIM_POLICY"},
+	{"log", "log", "BACKOFFSHIM_LOG"},
+};
+#define NSETTINGS (sizeof settings / sizeof settings[0])
+enum { OPT_SETTING = 256, OPT_CONFIG = OPT_SETTING + (int)NSETTINGS, OPT_PACE };
+
+/* dir of the running binary into `dir` ("" if unknown). */
+static void exe_dir(const char *argv0, char dir[PATH_MAX])
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0)
+		exe[n] = '\0';
+	else if (!(argv0 && strchr(argv0, '/') && realpath(argv0, exe)))
+		exe[0] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		slash[slash == exe] = '\0'; /* "/x" -> "/" */
+	else
+		exe[0] = '\0';
+	memcpy(dir, exe, PATH_MAX);
+}
+
+/* The library's canonical path into out; 0, or -1 after a message. */
+static int find_library(const char *argv0, char out[PATH_MAX])
+{
+	char dir[PATH_MAX], cand[3][PATH_MAX + 32];
+	int n = 0;
+	exe_dir(argv0, dir);
+	if (dir[0]) {
+		snprintf(cand[n++], sizeof cand[0], "%s/" LIB_NAME, dir);
+		snprintf(cand[n++], sizeof cand[0], "%s/../lib/" LIB_NAME, dir);
+	}
+	snprintf(cand[n++], sizeof cand[0], "%s/lib/" LIB_NAME, BS_PREFIX);
+	for (int i = 0; i < n; i++)
+		if (realpath(cand[i], out) && access(out, R_OK) == 0)
+			return 0;
+	fprintf(stderr, "backoffshim run: cannot find " LIB_NAME "; looked for:\n");
+	for (int i = 0; i < n; i++)
+		fprintf(stderr, "  %s\n", cand[i]);
+	return -1;
+}
+
+/* Is an existing copy of the shim already in this LD_PRELOAD list? (Two
+ * copies would both interpose connect() and retry inside each other.) */
+static int already_preloaded(const char *list)
+{
+	char item[PATH_MAX];
+	while (*list) {
+		size_t len = strcspn(list, ": ");
+		if (len && len < sizeof item) {
+			memcpy(item, list, len);
+			item[len] = '\0';
+			const char *base = strrchr(item, '/');
+			base = base ? base + 1 : item;
+			if (strcmp(base, LIB_NAME) == 0 && access(item, R_OK) == 0)
+				return 1;
+		}
+		list += len;
+		list += strspn(list, ": ");
+	}
+	return 0;
+}
+
+static int preload(const char *lib)
+{
+	const char *old = getenv("LD_PRELOAD");
+	if (old && already_preloaded(old))
+		return 0;
+	if (!old || !old[strspn(old, ": ")])
+		return setenv("LD_PRELOAD", lib, 1);
+	size_t len = strlen(old) + 1 + strlen(lib) + 1;
+	char *v = malloc(len);
+	if (!v)
+		return -1;
+	snprintf(v, len, "%s:%s", old, lib);
+	int r = setenv("LD_PRELOAD", v, 1);
+	free(v);
+	return r;
+}
+
+static int set_config_file(const char *path)
+{
+	char abs[PATH_MAX];
+	if (access(path, R_OK) != 0 || !realpath(path, abs))
+		return bs_cli_usage("run", "--config %s: %s", path, strerror(errno));
+	setenv("BACKOFFSHIM_CONFIG", abs, 1);
+	return 0;
+}
+
+int bs_cmd_run(int argc, char **argv)
+{
+	struct option longopts[NSETTINGS + 4];
+	for (size_t i = 0; i < NSETTINGS; i++)
+		longopts[i] = (struct option){settings[i].opt, required_argument, NULL,
+					      OPT_SETTING + (int)i};
+	longopts[NSETTINGS] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	longopts[NSETTINGS + 1] = (struct option){"pace", no_argument, NULL, OPT_PACE};
+	longopts[NSETTINGS + 2] = (struct option){"help", no_argument, NULL, 'h'};
+	longopts[NSETTINGS + 3] = (struct option){NULL, 0, NULL, 0};
+
+	struct bs_config scratch;
+	bs_config_defaults(&scratch);
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		if (c >= OPT_SETTING && c < OPT_CONFIG) {
+			const struct setting *s = &settings[c - OPT_SETTING];
+			const char *why;
+			if (bs_config_set(&scratch, NULL, s->key, optarg, &why))
+				return bs_cli_usage("run", "--%s '%s': %s", s->opt, optarg, why);
+			setenv(s->var, optarg, 1);
+		} else if (c == OPT_CONFIG) {
+			if (set_config_file(optarg))
+				return BS_EXIT_USAGE;
+		} else if (c == OPT_PACE) {
+			setenv("BACKOFFSHIM_NONBLOCKING", "pace", 1);
+		} else if (c == 'h') {
+			fputs(help_text, stdout);
+			return 0;
+		} else {
+			return bs_cli_bad_option("run", c, argv);
+		}
+	}
+	if (optind >= argc)
+		return bs_cli_usage("run", "missing the command to run (run [OPTIONS] -- CMD [ARGS...])");
+
+	char lib[PATH_MAX];
+	if (find_library(bs_cli_argv0, lib))
+		return EXIT_NO_LIBRARY;
+	if (preload(lib)) {
+		fprintf(stderr, "backoffshim run: cannot set LD_PRELOAD: %s\n", strerror(errno));
+		return EXIT_NO_LIBRARY;
+	}
+	execvp(argv[optind], argv + optind);
+	int err = errno;
+	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[optind], strerror(err));
+	return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+}

@@ -1,0 +1,251 @@
+/* backoffshim schedule: preview the effective policy and its next waits. */
+#include "cli.h"
+#include "log.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_ROWS 100000
+
+static const char help_text[] =
+	"Usage: backoffshim schedule [--config FILE] [--dest ADDR:PORT] [-n N] [--seed S]\n"
+	"\n"
+	"Loads the configuration as the library does - built-in defaults, then the\n"
+	"INI file (FILE, else $BACKOFFSHIM_CONFIG, else " BS_DEFAULT_CONFIG " if it\n"
+	"exists), then the BACKOFFSHIM_* variables - and prints the effective policy\n"
+	"and the next N waits: for each failed attempt, the wait drawn, the range it\n"
+	"is drawn from and when the next attempt starts. 'stop' marks the failure\n"
+	"after which no further attempt is made (the policy or the budget of one\n"
+	"connect() call says so). Configuration problems are printed on stderr as\n"
+	"the library prints them; the schedule is printed anyway.\n"
+	"\n"
+	"Options:\n"
+	"  --config FILE      read FILE instead of $BACKOFFSHIM_CONFIG / " BS_DEFAULT_CONFIG "\n"
+	"  --dest ADDR:PORT   the destination to preview (127.0.0.1:5432, [::1]:6379,\n"
+	"                     db.internal:5432); per-destination sections are not\n"
+	"                     implemented yet, so every destination gets the global\n"
+	"                     [backoff] settings\n"
+	"  -n N               how many waits to show (default 10)\n"
+	"  --seed S           seed of the random draws (default: the configured seed,\n"
+	"                     else a random one, which is printed); the same seed\n"
+	"                     gives the same output\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0; 2 on a usage error.\n";
+
+static const char *g_config; /* --config */
+static unsigned g_problems;
+
+static const char *get_env(const char *name)
+{
+	if (g_config && strcmp(name, "BACKOFFSHIM_CONFIG") == 0)
+		return g_config;
+	return getenv(name);
+}
+
+static void put_printable(struct bs_line *l, const char *s, size_t max)
+{
+	size_t i;
+	for (i = 0; s[i] && i < max; i++) {
+		char c = s[i];
+		bs_line_mem(l, (unsigned char)c < 0x20 || (unsigned char)c > 0x7e ? "?" : &c, 1);
+	}
+	if (s[i])
+		bs_line_str(l, "...");
+}
+
+/* The library's own wording (shim/lib/init.c), on stderr. */
+static void report(void *ctx, const char *origin, unsigned line, const char *key,
+		   const char *value, const char *why)
+{
+	(void)ctx;
+	struct bs_line l;
+	g_problems++;
+	bs_line_start(&l);
+	bs_line_str(&l, "config: ");
+	put_printable(&l, origin, 200);
+	if (line) {
+		bs_line_str(&l, ":");
+		bs_line_u64(&l, line);
+	}
+	if (key) {
+		bs_line_str(&l, ": ");
+		put_printable(&l, key, 40);
+		bs_line_str(&l, " = ");
+	} else if (value && !line) {
+		bs_line_str(&l, "=");
+	} else {
+		bs_line_str(&l, ": ");
+	}
+	if (value) {
+		bs_line_str(&l, "\"");
+		put_printable(&l, value, 40);
+		bs_line_str(&l, "\": ");
+	}
+	bs_line_str(&l, why);
+	bs_line_str(&l, value ? "; value ignored" : line ? "; line ignored" : "; ignored");
+	bs_line_emit_fd(&l, 2);
+}
+
+/* HOST:PORT with a port of 1-65535; an IPv6 host in brackets. */
+static int valid_dest(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	if (!colon || colon == s || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		return 0;
+	long port = strtol(colon + 1, NULL, 10);
+	if (strlen(colon + 1) > 5 || port < 1 || port > 65535)
+		return 0;
+	size_t hlen = (size_t)(colon - s);
+	if (s[0] == '[')
+		return hlen > 2 && s[hlen - 1] == ']' && !memchr(s + 1, ']', hlen - 2);
+	return !memchr(s, ':', hlen) && !memchr(s, ']', hlen);
+}
+
+static void print_sources(const struct bs_config *c, const char *dest)
+{
+	const char *file = get_env("BACKOFFSHIM_CONFIG");
+	printf("config file: ");
+	if (file && *file)
+		bs_cli_printable(stdout, file, 200);
+	else if (access(BS_DEFAULT_CONFIG, F_OK) == 0)
+		fputs(BS_DEFAULT_CONFIG, stdout);
+	else
+		fputs("none (" BS_DEFAULT_CONFIG " does not exist): built-in defaults", stdout);
+	putchar('\n');
+	int n = 0;
+	for (char **e = environ; *e; e++) {
+		if (strncmp(*e, "BACKOFFSHIM_", 12) || strncmp(*e, "BACKOFFSHIM_CONFIG=", 19) == 0)
+			continue;
+		fputs(n++ ? ", " : "environment: ", stdout);
+		bs_cli_printable(stdout, *e, 80);
+	}
+	if (n)
+		putchar('\n');
+	if (g_problems)
+		printf("problems: %u (printed on stderr; each bad value or line was ignored)\n",
+		       g_problems);
+	if (dest) {
+		printf("destination: %s (global [backoff] settings)\n", dest);
+		printf("  per-destination [dest ...] sections are not implemented yet: every\n"
+		       "  destination gets the global [backoff] settings\n");
+	}
+	bs_cli_show_config(stdout, c);
+}
+
+static void print_rows(const struct bs_config *c, uint64_t seed, uint32_t n)
+{
+	const struct bs_policy *p = &c->policy;
+	char w[32], lo[32], hi[32], tot[32];
+	uint64_t prev = 0, total = 0;
+	printf("\nThe next %u waits. Row N: attempt N failed, the shim waits 'wait' (drawn\n"
+	       "from [min, max]) and attempt N+1 starts at 'total', counted from the start\n"
+	       "of attempt 1 (each attempt failing at once, e.g. refused).\n", n);
+	printf("%7s  %-10s %-10s %-10s %s\n", "attempt", "wait", "min", "max", "total");
+	for (uint32_t k = 1; k <= n; k++) {
+		double u = bs_policy_unit(bs_mix64(seed + (uint64_t)(k - 1) * BS_GOLDEN));
+		uint64_t d = bs_policy_wait(p, k, prev, u);
+		const char *stop = NULL;
+		if (d == BS_STOP)
+			stop = p->kind == BS_POLICY_OFF
+				       ? "policy off: a failed connect is not retried"
+				       : "the policy stops: the next wait would reach max_backoff";
+		else if (c->max_attempts && k >= c->max_attempts)
+			stop = "max_attempts reached";
+		else if (c->max_elapsed && (d >= c->max_elapsed || total + d >= c->max_elapsed))
+			stop = "the next attempt would start after max_elapsed";
+		bs_cli_dur(total, tot, sizeof tot);
+		if (stop) {
+			printf("%7u  %-10s %-10s %-10s %-10s (%s)\n", k, "stop", "-", "-", tot, stop);
+			return;
+		}
+		uint64_t a, b;
+		bs_cli_wait_range(p, k, prev, &a, &b);
+		total = total + d < total ? UINT64_MAX : total + d;
+		bs_cli_dur(d, w, sizeof w);
+		bs_cli_dur(a, lo, sizeof lo);
+		bs_cli_dur(b, hi, sizeof hi);
+		bs_cli_dur(total, tot, sizeof tot);
+		printf("%7u  %-10s %-10s %-10s %s\n", k, w, lo, hi, tot);
+		prev = d;
+	}
+}
+
+static uint64_t random_seed(void)
+{
+	uint64_t s;
+	if (getrandom(&s, sizeof s, GRND_NONBLOCK) == (ssize_t)sizeof s)
+		return s;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return bs_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid());
+}
+
+int bs_cmd_schedule(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"dest", required_argument, NULL, 'd'},
+		{"seed", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *dest = NULL, *why;
+	uint64_t rows = 10, seed = 0;
+	int c, have_seed = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (!*optarg)
+				return bs_cli_usage("schedule", "--config needs a file name");
+			g_config = optarg;
+			break;
+		case 'd':
+			if (!valid_dest(optarg))
+				return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
+						    "127.0.0.1:5432 or [::1]:6379", optarg);
+			dest = optarg;
+			break;
+		case 'n':
+			if (bs_parse_uint(optarg, MAX_ROWS, &rows, &why))
+				return bs_cli_usage("schedule", "-n '%s': %s (at most %d)", optarg,
+						    why, MAX_ROWS);
+			break;
+		case 's':
+			if (bs_parse_uint(optarg, UINT64_MAX, &seed, &why))
+				return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
+			have_seed = 1;
+			break;
+		case 'h':
+			fputs(help_text, stdout);
+			return 0;
+		default:
+			return bs_cli_bad_option("schedule", c, argv);
+		}
+	}
+	if (optind < argc)
+		return bs_cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
+
+	struct bs_config cfg;
+	bs_config_load(&cfg, get_env, report, NULL);
+	print_sources(&cfg, dest);
+	const char *how = "--seed";
+	if (!have_seed && cfg.seed_set) {
+		seed = cfg.seed;
+		how = "the configured seed";
+	} else if (!have_seed) {
+		seed = random_seed();
+		how = "random; pass --seed to repeat";
+	}
+	printf("seed: %llu (%s)\n", (unsigned long long)seed, how);
+	if (rows)
+		print_rows(&cfg, seed, (uint32_t)rows);
+	return 0;
+}

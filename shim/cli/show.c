@@ -1,0 +1,171 @@
+/* show: the effective configuration as text, and each wait's range. See cli.h. */
+#include "cli.h"
+#include "errname.h"
+
+static const char *const policy_names[] = {"grpc", "list", "exponential", "off"};
+static const char *const jmode_names[] = {"proportional", "full", "equal", "decorrelated"};
+static const char *const nb_names[] = {"retry", "pace", "off"};
+
+static const char *name_of(const char *const *names, int n, int v)
+{
+	return v >= 0 && v < n ? names[v] : "?";
+}
+
+static const char *describe(const struct bs_policy *p)
+{
+	switch (p->kind) {
+	case BS_POLICY_LIST:
+		return "a fixed list of waits, each drawn in [0.5 d, 1.5 d]";
+	case BS_POLICY_EXPONENTIAL:
+		return "no jitter; stops once a wait would reach max_backoff";
+	case BS_POLICY_OFF:
+		return "pass-through: a failed connect is returned at once";
+	}
+	switch (p->jitter_mode) {
+	case BS_JITTER_FULL:
+		return "gRPC connection backoff, full jitter";
+	case BS_JITTER_EQUAL:
+		return "gRPC connection backoff, equal jitter";
+	case BS_JITTER_DECORRELATED:
+		return "gRPC connection backoff, decorrelated jitter";
+	}
+	return "gRPC connection backoff, proportional jitter";
+}
+
+static void key_dur(FILE *f, const char *key, uint64_t ns, const char *note)
+{
+	char b[32];
+	bs_cli_dur(ns, b, sizeof b);
+	fprintf(f, "  %-19s = %s%s\n", key, b, note);
+}
+
+static void key_delays(FILE *f, const struct bs_policy *p)
+{
+	const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
+	uint32_t n = p->ndelays ? p->ndelays : 10;
+	char b[32];
+	fprintf(f, "  %-19s = ", "delays");
+	for (uint32_t i = 0; i < n; i++) {
+		bs_cli_dur(l[i], b, sizeof b);
+		fprintf(f, "%s%s", i ? ", " : "", b);
+	}
+	fprintf(f, "%s\n", p->ndelays ? "" : " (the default list)");
+}
+
+static void key_errs(FILE *f, const struct bs_config *c)
+{
+	int any = 0;
+	fprintf(f, "  %-19s = ", "retry_on");
+	for (int e = 1; e < 64 * BS_ERRSET_WORDS; e++) {
+		if (!bs_config_retries(c, e))
+			continue;
+		const char *name = bs_errno_name(e);
+		if (name)
+			fprintf(f, "%s%s", any ? ", " : "", name);
+		else
+			fprintf(f, "%serrno %d", any ? ", " : "", e);
+		any = 1;
+	}
+	fputc('\n', f);
+}
+
+void bs_cli_show_config(FILE *f, const struct bs_config *c)
+{
+	const struct bs_policy *p = &c->policy;
+	fprintf(f, "policy: %s (%s)\n", name_of(policy_names, 4, p->kind), describe(p));
+	switch (p->kind) {
+	case BS_POLICY_GRPC:
+		key_dur(f, "initial_backoff", p->initial_backoff, "");
+		if (p->jitter_mode != BS_JITTER_DECORRELATED)
+			fprintf(f, "  %-19s = %g\n", "multiplier", p->multiplier);
+		if (p->jitter_mode == BS_JITTER_PROPORTIONAL)
+			fprintf(f, "  %-19s = %g\n", "jitter", p->jitter);
+		fprintf(f, "  %-19s = %s\n", "jitter_mode", name_of(jmode_names, 4, p->jitter_mode));
+		key_dur(f, "max_backoff", p->max_backoff, "");
+		break;
+	case BS_POLICY_LIST:
+		key_delays(f, p);
+		break;
+	case BS_POLICY_EXPONENTIAL:
+		key_dur(f, "initial_backoff", p->initial_backoff, "");
+		fprintf(f, "  %-19s = %g\n", "multiplier", p->multiplier);
+		key_dur(f, "max_backoff", p->max_backoff,
+			" (a wait that would reach it ends the retries)");
+		break;
+	}
+	if (p->kind != BS_POLICY_OFF) {
+		key_dur(f, "min_connect_timeout", p->min_connect_timeout,
+			" (least time a retried attempt gets)");
+		if (c->max_attempts)
+			fprintf(f, "  %-19s = %u (per connect() call)\n", "max_attempts", c->max_attempts);
+		else
+			fprintf(f, "  %-19s = 0 (unlimited)\n", "max_attempts");
+		key_dur(f, "max_elapsed", c->max_elapsed,
+			c->max_elapsed ? " (per connect() call)" : " (unlimited)");
+		key_errs(f, c);
+		fprintf(f, "  %-19s = %s\n", "nonblocking", name_of(nb_names, 3, c->nonblocking));
+		key_dur(f, "healthy_after", c->healthy_after, "");
+		fprintf(f, "  %-19s = %s\n", "unix", c->unix_sockets ? "on" : "off");
+	}
+	if (c->disable)
+		fprintf(f, "  %-19s = on (the shim is a pure pass-through: nothing below happens)\n",
+			"disable");
+}
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t scale(uint64_t b, double f)
+{
+	double v = (double)b * f;
+	return v <= 0.0 ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
+}
+
+void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+		       uint64_t *lo, uint64_t *hi)
+{
+	uint64_t b, d;
+	switch (p->kind) {
+	case BS_POLICY_LIST: {
+		const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
+		uint32_t n = p->ndelays ? p->ndelays : 10;
+		d = l[failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1)];
+		*lo = d / 2;
+		*hi = d + d / 2;
+		return;
+	}
+	case BS_POLICY_EXPONENTIAL:
+		*lo = *hi = bs_policy_backoff(p, failures);
+		return;
+	case BS_POLICY_OFF:
+		*lo = *hi = 0;
+		return;
+	}
+	b = bs_policy_backoff(p, failures);
+	switch (p->jitter_mode) {
+	case BS_JITTER_FULL:
+		*lo = 0;
+		*hi = b;
+		return;
+	case BS_JITTER_EQUAL:
+		*lo = b / 2;
+		*hi = b;
+		return;
+	case BS_JITTER_DECORRELATED: {
+		uint64_t base = p->initial_backoff, pv = prev > base ? prev : base;
+		uint64_t top = pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv;
+		*lo = min64(base, p->max_backoff);
+		*hi = min64(top, p->max_backoff);
+		return;
+	}
+	}
+	double j = p->jitter > 1.0 ? 1.0 : p->jitter > 0.0 ? p->jitter : 0.0;
+	if (failures <= 1 || b == 0 || j == 0.0) {
+		*lo = *hi = b;
+		return;
+	}
+	*lo = scale(b, 1.0 - j);
+	*hi = scale(b, 1.0 + j);
+}

@@ -1,0 +1,158 @@
+/* config_dest: [dest SPEC] sections and BACKOFFSHIM_DEST_RULES. See config.h
+ * and rules.h (what a SPEC is and which one wins). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static int is_global_key(const char *key)
+{
+	static const char *const global[] = {"unix", "seed", "disable", "level", "file"};
+	for (unsigned i = 0; i < sizeof global / sizeof global[0]; i++)
+		if (!strcasecmp(key, global[i]))
+			return 1;
+	return 0;
+}
+
+int bs_dest_begin(struct bs_config *c, const char *spec, const char *origin, unsigned line,
+		  bs_config_report_fn report, void *ctx)
+{
+	static char why_dup[160];
+	const char *why;
+	struct bs_spec sp;
+	if (!c->rules) {
+		report(ctx, origin, line, NULL, spec, "per-destination sections are not read here");
+		return -1;
+	}
+	if (bs_spec_parse(spec, &sp, &why)) {
+		report(ctx, origin, line, NULL, spec, why);
+		return -1;
+	}
+	for (unsigned i = 0; i < c->rules->n; i++) {
+		const struct bs_rule *o = &c->rules->r[i];
+		if (bs_spec_same(&o->spec, &sp)) {
+			snprintf(why_dup, sizeof why_dup,
+				 "matches exactly what [dest %s] at %s:%u matches", o->text,
+				 o->origin, o->line);
+			report(ctx, origin, line, NULL, spec, why_dup);
+			return -1;
+		}
+	}
+	if (c->rules->n == BS_RULES_MAX) {
+		report(ctx, origin, line, NULL, spec, "more than 32 destination sections");
+		return -1;
+	}
+	struct bs_rule *r = &c->rules->r[c->rules->n];
+	memset(r, 0, sizeof *r);
+	r->spec = sp;
+	snprintf(r->text, sizeof r->text, "%s", spec);
+	snprintf(r->origin, sizeof r->origin, "%s", origin);
+	r->line = line;
+	return (int)c->rules->n++;
+}
+
+void bs_dest_key(struct bs_config *c, int i, const char *key, const char *value,
+		 const char *origin, unsigned line, bs_config_report_fn report, void *ctx)
+{
+	const char *why;
+	static struct bs_config scratch; /* start-up only: not re-entered */
+	if (i < 0 || !c->rules || (unsigned)i >= c->rules->n)
+		return; /* the section itself was already reported */
+	struct bs_rule *r = &c->rules->r[i];
+	if (is_global_key(key)) {
+		report(ctx, origin, line, key, value, "only valid in [backoff] or [log]");
+		return;
+	}
+	scratch = *c;
+	if (bs_config_set(&scratch, "backoff", key, value, &why)) {
+		report(ctx, origin, line, key, value, why);
+		return;
+	}
+	if (r->nkv == BS_RULE_KEYS || strlen(key) >= sizeof r->kv[0].key ||
+	    strlen(value) >= sizeof r->kv[0].value) {
+		report(ctx, origin, line, key, value, "too many or too long keys in this section");
+		return;
+	}
+	snprintf(r->kv[r->nkv].key, sizeof r->kv[0].key, "%s", key);
+	snprintf(r->kv[r->nkv].value, sizeof r->kv[0].value, "%s", value);
+	r->nkv++;
+}
+
+void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn report,
+		 void *ctx)
+{
+	static const char var[] = "BACKOFFSHIM_DEST_RULES";
+	char buf[1024];
+	if (strlen(text) >= sizeof buf) {
+		report(ctx, var, 0, NULL, NULL, "longer than 1023 characters");
+		return;
+	}
+	strcpy(buf, text);
+	for (char *save = NULL, *rule = strtok_r(buf, ";", &save); rule;
+	     rule = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(rule, '=');
+		if (!eq) {
+			report(ctx, var, 0, NULL, rule, "expected SPEC=key:value,...");
+			continue;
+		}
+		*eq = '\0';
+		int i = bs_dest_begin(c, rule, var, 0, report, ctx);
+		/* key:value pairs split on ','; a piece without ':' continues
+		 * the previous value (delays:0,10ms,1s) */
+		char *p = eq + 1, key[24] = "", val[96] = "";
+		while (p) {
+			char *next = strchr(p, ',');
+			if (next)
+				*next++ = '\0';
+			char *colon = strchr(p, ':');
+			if (colon) {
+				if (*key)
+					bs_dest_key(c, i, key, val, var, 0, report, ctx);
+				*colon = '\0';
+				snprintf(key, sizeof key, "%s", p);
+				snprintf(val, sizeof val, "%s", colon + 1);
+			} else if (*key && strlen(val) + strlen(p) + 2 < sizeof val) {
+				strcat(val, ",");
+				strcat(val, p);
+			} else {
+				report(ctx, var, 0, NULL, p, "expected key:value");
+			}
+			p = next;
+		}
+		if (*key)
+			bs_dest_key(c, i, key, val, var, 0, report, ctx);
+	}
+}
+
+void bs_config_finish(struct bs_config *c)
+{
+	const char *why;
+	if (!c->rules)
+		return;
+	for (unsigned i = 0; i < c->rules->n; i++) {
+		struct bs_rule *r = &c->rules->r[i];
+		r->cfg = *c;
+		r->cfg.rules = NULL;
+		for (unsigned k = 0; k < r->nkv; k++)
+			bs_config_set(&r->cfg, "backoff", r->kv[k].key, r->kv[k].value, &why);
+	}
+}
+
+const struct bs_config *bs_config_for(const struct bs_config *c, const struct sockaddr *addr,
+				      socklen_t len, bs_name_has_fn name_has)
+{
+	const struct bs_rules *rs = c->rules;
+	if (!rs || !rs->n)
+		return c;
+	const struct bs_config *best = c;
+	int best_score = -1;
+	for (unsigned i = 0; i < rs->n; i++) {
+		int sc = bs_spec_score(&rs->r[i].spec, addr, len, name_has);
+		if (sc > best_score) {
+			best_score = sc;
+			best = &rs->r[i].cfg;
+		}
+	}
+	return best;
+}

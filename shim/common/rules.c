@@ -1,0 +1,192 @@
+/* rules: destination specs and their specificity. See rules.h. */
+#include "rules.h"
+#include "addr.h"
+#include "policy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/un.h>
+
+uint64_t bs_name_hash(const char *name, unsigned len)
+{
+	uint64_t h = 0x6e616d65;
+	for (unsigned i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		h = bs_mix64(h ^ (c >= 'A' && c <= 'Z' ? c + 32u : c));
+	}
+	return h ? h : 1;
+}
+
+static int parse_port(const char *s, unsigned *port)
+{
+	unsigned v = 0;
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || (v = v * 10 + (unsigned)(*s - '0')) > 65535)
+			return -1;
+	}
+	*port = v;
+	return v ? 0 : -1;
+}
+
+static int parse_addr(const char *s, struct bs_spec *sp)
+{
+	if (inet_pton(AF_INET, s, sp->addr) == 1) {
+		sp->family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, sp->addr) == 1) {
+		sp->family = AF_INET6;
+		return 0;
+	}
+	return -1;
+}
+
+static void mask(struct bs_spec *s)
+{
+	unsigned bits = s->family == AF_INET ? 32 : 128;
+	for (unsigned i = 0; i < bits / 8; i++) {
+		unsigned keep = s->plen > i * 8 ? s->plen - i * 8 : 0;
+		if (keep < 8)
+			s->addr[i] &= (unsigned char)(0xff00u >> keep);
+	}
+}
+
+int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
+{
+	char buf[256], *host, *port = NULL, *slash;
+	memset(s, 0, sizeof *s);
+	size_t n = strlen(text);
+	if (n == 0 || n >= sizeof buf)
+		return *why = "empty or too long destination", -1;
+	memcpy(buf, text, n + 1);
+	if (strncmp(buf, "unix:", 5) == 0) {
+		s->kind = BS_SPEC_UNIX;
+		s->hash = bs_name_hash(buf + 5, (unsigned)strlen(buf + 5));
+		return buf[5] ? 0 : (*why = "empty unix path", -1);
+	}
+	host = buf;
+	if (*host == '[') { /* [v6] or [v6]:port or [v6/len]:port */
+		char *end = strchr(host, ']');
+		if (!end)
+			return *why = "missing ']'", -1;
+		*end = '\0';
+		host++;
+		if (end[1] == ':')
+			port = end + 2;
+		else if (end[1])
+			return *why = "junk after ']'", -1;
+	} else if (strchr(host, ':') == strrchr(host, ':') && strchr(host, ':')) {
+		port = strchr(host, ':'); /* one colon: host:port */
+		*port++ = '\0';
+	}
+	if (port && parse_port(port, &s->port))
+		return *why = "bad port (1-65535)", -1;
+	if (strcmp(host, "*") == 0) {
+		s->kind = BS_SPEC_PORT;
+		return s->port ? 0 : (*why = "'*' needs a port", -1);
+	}
+	if ((slash = strchr(host, '/'))) {
+		*slash++ = '\0';
+		unsigned len = 0;
+		if (parse_addr(host, s) || parse_port(slash, &len) ||
+		    len > (s->family == AF_INET ? 32u : 128u))
+			return *why = "bad prefix (e.g. 10.0.0.0/8)", -1;
+		s->kind = BS_SPEC_PREFIX;
+		s->plen = len;
+		mask(s);
+		return 0;
+	}
+	if (parse_addr(host, s) == 0) {
+		s->kind = s->port ? BS_SPEC_EXACT : BS_SPEC_ADDR;
+		s->plen = s->family == AF_INET ? 32 : 128;
+		return 0;
+	}
+	for (const char *c = host; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '.'))
+			return *why = "not an address, prefix, *:port, unix:path or host:port", -1;
+	if (!s->port || !*host)
+		return *why = "a host name needs a port (db.internal:5432)", -1;
+	s->kind = BS_SPEC_NAME;
+	s->hash = bs_name_hash(host, (unsigned)strlen(host));
+	return 0;
+}
+
+int bs_spec_same(const struct bs_spec *a, const struct bs_spec *b)
+{
+	return a->kind == b->kind && a->family == b->family && a->plen == b->plen &&
+	       a->port == b->port && a->hash == b->hash && !memcmp(a->addr, b->addr, 16);
+}
+
+/* The destination as family, 16 address bytes (v4 in the first 4) and port. */
+static int dest_of(const struct sockaddr *sa, socklen_t len, int *fam,
+		   unsigned char a[16], unsigned *port)
+{
+	memset(a, 0, 16);
+	if (bs_addr_kind(sa, len) != BS_ADDR_INET)
+		return -1;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+		*fam = AF_INET;
+		memcpy(a, &in->sin_addr, 4);
+		*port = ntohs(in->sin_port);
+		return 0;
+	}
+	const struct sockaddr_in6 *in6 = (const void *)sa;
+	static const unsigned char v4m[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	*port = ntohs(in6->sin6_port);
+	if (!memcmp(in6->sin6_addr.s6_addr, v4m, 12)) {
+		*fam = AF_INET;
+		memcpy(a, in6->sin6_addr.s6_addr + 12, 4);
+	} else {
+		*fam = AF_INET6;
+		memcpy(a, in6->sin6_addr.s6_addr, 16);
+	}
+	return 0;
+}
+
+static int prefix_match(const struct bs_spec *s, const unsigned char *a)
+{
+	unsigned full = s->plen / 8, rest = s->plen % 8;
+	if (memcmp(s->addr, a, full))
+		return 0;
+	return !rest || ((s->addr[full] ^ a[full]) & (0xff00u >> rest)) == 0;
+}
+
+int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t len,
+		  bs_name_has_fn name_has)
+{
+	if (s->kind == BS_SPEC_UNIX) {
+		if (bs_addr_kind(sa, len) != BS_ADDR_UNIX)
+			return -1;
+		const struct sockaddr_un *un = (const void *)sa;
+		size_t max = (size_t)len - offsetof(struct sockaddr_un, sun_path), n = 0;
+		while (n < max && n < sizeof un->sun_path && un->sun_path[n])
+			n++;
+		return bs_name_hash(un->sun_path, (unsigned)n) == s->hash ? 5000 : -1;
+	}
+	int fam;
+	unsigned char a[16];
+	unsigned port;
+	if (dest_of(sa, len, &fam, a, &port))
+		return -1;
+	if (s->port && s->port != port)
+		return -1;
+	switch (s->kind) {
+	case BS_SPEC_PORT:
+		return 100;
+	case BS_SPEC_NAME:
+		return name_has && name_has(s->hash, bs_addr_key(sa, len)) ? 4000 : -1;
+	default:
+		if (fam != s->family || !prefix_match(s, a))
+			return -1;
+		if (s->kind == BS_SPEC_EXACT)
+			return 5000;
+		if (s->kind == BS_SPEC_ADDR)
+			return 200;
+		return 1000 + (int)s->plen * 2 + (s->port ? 1 : 0);
+	}
+}
