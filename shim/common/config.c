@@ -13,7 +13,7 @@
 #define MAX_FILE (1u << 20)
 #define MAX_LINE (INI_MAX_LINE - 1)
 
-enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS };
+enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS, K_FACTOR, K_UP };
 
 static const struct key {
 	const char *section, *name, *env;
@@ -35,6 +35,11 @@ static const struct key {
 	{"backoff", "jitter_mode", "BACKOFFSHIM_JITTER_MODE", K_JMODE,
 	 offsetof(struct bs_config, policy.jitter_mode)},
 	{"backoff", "delays", "BACKOFFSHIM_DELAYS", K_DELAYS, offsetof(struct bs_config, policy)},
+	P(up_multiplier, K_UP, UP_MULTIPLIER),
+	P(down_multiplier, K_FACTOR, DOWN_MULTIPLIER),
+	P(down_threshold, K_UINT32, DOWN_THRESHOLD),
+	P(randomization_factor, K_FACTOR, RANDOMIZATION_FACTOR),
+	P(max_randomization, K_DUR, MAX_RANDOMIZATION),
 	B(nonblocking, K_NBMODE, NONBLOCKING),
 	B(healthy_after, K_DUR, HEALTHY_AFTER),
 	B(seed, K_U64, SEED),
@@ -61,6 +66,11 @@ void bs_config_defaults(struct bs_config *c)
 			 c->retry_on, &why);
 	c->log_level = BS_LOG_INFO;
 	c->nonblocking = BS_NB_RETRY;
+	c->policy.up_multiplier = 1.5;
+	c->policy.down_multiplier = 0.9;
+	c->policy.down_threshold = 10;
+	c->policy.randomization_factor = 0.3;
+	c->policy.max_randomization = 120 * BS_NS_PER_SEC;
 	c->healthy_after = 10 * BS_NS_PER_SEC;
 }
 
@@ -91,9 +101,15 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		return 0;
 	case K_MULT:
 	case K_JITTER:
+	case K_UP:
+	case K_FACTOR:
 		if (bs_parse_number(v, &d, why))
 			return -1;
-		if (k->kind == K_MULT && (d < 1.0 || d > 100.0)) {
+		if (k->kind == K_FACTOR && d > 1.0) {
+			*why = "must be between 0 and 1";
+			return -1;
+		}
+		if ((k->kind == K_MULT || k->kind == K_UP) && (d < 1.0 || d > 100.0)) {
 			*why = "must be between 1 and 100";
 			return -1;
 		}

@@ -251,10 +251,10 @@ int bs_parse_level(const char *s, int *out, const char **why)
 int bs_parse_policy(const char *s, int *out, const char **why)
 {
 	/* order matches enum bs_policy_kind */
-	static const char *const names[] = {"grpc", "list", "exponential", "off"};
-	if (parse_word(s, names, 4, out) == 0)
+	static const char *const names[] = {"grpc", "list", "exponential", "off", "responsive"};
+	if (parse_word(s, names, 5, out) == 0)
 		return 0;
-	*why = "not one of grpc, list, exponential, off";
+	*why = "not one of grpc, list, exponential, responsive, off";
 	return -1;
 }
 

@@ -122,6 +122,29 @@ uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t p
 	}
 }
 
+static uint64_t randomize(const struct bs_policy *p, double v, double u)
+{
+	double d = v * p->randomization_factor;
+	if (d > (double)p->max_randomization)
+		d = (double)p->max_randomization;
+	if (!(d > 0.0))
+		d = 0.0;
+	return to_ns(v - d + 2.0 * d * u, UINT64_MAX / 2);
+}
+
+uint64_t bs_responsive_up(const struct bs_policy *p, uint64_t interval, double u)
+{
+	uint64_t v = interval == 0 ? p->initial_backoff
+				   : randomize(p, (double)interval * p->up_multiplier, u);
+	return v < p->max_backoff ? v : p->max_backoff;
+}
+
+uint64_t bs_responsive_down(const struct bs_policy *p, uint64_t interval, double u)
+{
+	uint64_t v = randomize(p, (double)interval * p->down_multiplier, u);
+	return v < p->initial_backoff ? 0 : v;
+}
+
 uint64_t bs_policy_attempt_timeout(const struct bs_policy *p, uint64_t delay)
 {
 	return delay > p->min_connect_timeout ? delay : p->min_connect_timeout;

@@ -26,6 +26,7 @@ enum bs_policy_kind {
 	BS_POLICY_LIST = 1,        /* a fixed list of waits, jittered x[0.5, 1.5] */
 	BS_POLICY_EXPONENTIAL = 2, /* initial * multiplier^n, no jitter, stops at max */
 	BS_POLICY_OFF = 3,         /* pass-through */
+	BS_POLICY_RESPONSIVE = 4,  /* adaptive pacing (see bs_responsive_*) */
 };
 
 /* How the grpc policy randomises a wait d (AWS "Exponential Backoff And
@@ -53,6 +54,11 @@ struct bs_policy {
 	int jitter_mode;              /* enum bs_jitter_mode */
 	uint32_t ndelays;             /* list policy: 0 = the default list */
 	uint64_t delays[BS_DELAYS_MAX];
+	double up_multiplier;         /* responsive: growth on a failure */
+	double down_multiplier;       /* responsive: shrink after successes */
+	uint32_t down_threshold;      /* responsive: successes per shrink */
+	double randomization_factor;  /* responsive: +- fraction */
+	uint64_t max_randomization;   /* responsive: cap on the +- (ns) */
 };
 
 /* The un-jittered backoff after `failures` consecutive failures (>= 1):
@@ -69,6 +75,15 @@ uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u)
  * exponential policy once its next wait would reach max_backoff, and off). */
 uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
 			double u);
+
+/* responsive: the interval every connect to a destination waits. A failure
+ * raises it (0 -> initial_backoff, then * up_multiplier, randomised by
+ * +-randomization_factor with the randomisation capped at
+ * max_randomization, capped at max_backoff); down_threshold consecutive
+ * successes lower it (* down_multiplier, randomised; below
+ * initial_backoff it drops to 0). u in [0, 1). */
+uint64_t bs_responsive_up(const struct bs_policy *p, uint64_t interval, double u);
+uint64_t bs_responsive_down(const struct bs_policy *p, uint64_t interval, double u);
 
 /* The list policy's default: 0, 10ms, 10ms, 100ms, 100ms, 500ms, 500ms, 3s,
  * 3s, 5s. */

@@ -89,6 +89,13 @@ static void reset(struct bs_entry *e, uint64_t now)
 	atomic_store(&e->probe, 0);
 	atomic_store(&e->last_err, 0);
 	atomic_store(&e->last_wait, 0);
+	atomic_store(&e->interval, 0);
+	atomic_store(&e->succ, 0);
+	atomic_store(&e->n_calls, 0);
+	atomic_store(&e->n_up, 0);
+	atomic_store(&e->n_down, 0);
+	atomic_store(&e->n_waits, 0);
+	atomic_store(&e->waited, 0);
 	atomic_store(&e->last_used, now);
 	atomic_fetch_add(&e->seq, 1);
 }

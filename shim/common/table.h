@@ -39,14 +39,19 @@
 /* probe word: 0 = no attempt in flight; else stale-at (ms) << 22 | tid. */
 #define BS_TID_BITS 22
 
-struct bs_entry {
+struct bs_entry { /* two cache lines */
 	_Atomic uint64_t state;
 	_Atomic uint64_t probe;
 	_Atomic uint64_t last_used; /* ns */
 	_Atomic uint32_t seq;       /* bumped on every published change; futex word */
 	_Atomic uint32_t last_err;  /* errno of the last failed attempt */
 	_Atomic uint64_t last_wait; /* ns: the wait drawn after it (decorrelated jitter) */
-	char pad[64 - 40];
+	/* the responsive policy's interval and counters */
+	_Atomic uint64_t interval;  /* ns every connect waits */
+	_Atomic uint32_t succ;      /* consecutive successes */
+	_Atomic uint32_t n_calls, n_up, n_down, n_waits;
+	_Atomic uint64_t waited;    /* ns waited in all */
+	char pad[128 - 80];
 };
 
 struct bs_table {

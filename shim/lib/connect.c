@@ -55,5 +55,7 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 	if (st == BS_FD_CONNECTING &&
 	    atomic_load(&bs_fd_slot(bs_fds(), fd)->key) == key)
 		return repeated(cfg, fd, addr, len);
+	if (cfg->policy.kind == BS_POLICY_RESPONSIVE)
+		return bs_responsive_connect(cfg, fd, addr, len, key);
 	return bs_engine_connect(cfg, fd, addr, len, key);
 }

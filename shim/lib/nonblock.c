@@ -135,6 +135,16 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		d.addr = NULL;
 	else
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
+	if (cfg->policy.kind == BS_POLICY_RESPONSIVE) {
+		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
+		if (e && d.addr && (err == 0 || bs_config_retries(cfg, err)))
+			bs_responsive_outcome(cfg, e, d.addr, d.len, err);
+		if (err == 0)
+			bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, t0);
+		else
+			bs_fd_clear(bs_fds(), fd);
+		return err;
+	}
 	if (err == 0) {
 		bs_dest_connected(cfg, &d, fd, t0);
 		return 0;

@@ -84,6 +84,13 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
  * Returns the error the program should see (0 = connected). May block in
  * retry mode. */
 int bs_nb_outcome(const struct bs_config *cfg, int fd, int err);
+/* responsive.c: the responsive policy's connect, and an outcome learned
+ * later (err 0: connected). */
+int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+			  socklen_t len, uint64_t key);
+void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
+			   const struct sockaddr *addr, socklen_t len, int err);
+
 /* sendto(MSG_FASTOPEN): a connect and a send in one call. */
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
 		    const struct sockaddr *addr, socklen_t len);

@@ -72,3 +72,46 @@ def test_two_destinations_follow_their_own_sections():
     check(len(gb) == 4, "exponential destination: %d attempts, want 5 (%r)" % (len(gb) + 1, gb))
     for g, e in zip(gb, (0.05, 0.1, 0.2, 0.4)):
         check(abs(g - e) <= SLACK, "exponential gaps %r" % gb)
+
+
+def test_responsive_paces_successes_too():
+    """Failures raise the interval; while it is above 0, every connect —
+    successes included — waits it (seen at the server's accept()s)."""
+    import subprocess
+    import sys
+    from lib import Server, SynSniffer
+    port = free_port()
+    code = ("import socket,sys\n"
+            "for i in range(3):\n"
+            "  try: socket.create_connection(('127.0.0.1', %d))\n"
+            "  except OSError: pass\n"
+            "print('down', flush=True); sys.stdin.readline()\n"
+            "for i in range(4): socket.create_connection(('127.0.0.1', %d)).close()\n"
+            "print('done', flush=True)\n" % (port, port))
+    env = shim_env(BACKOFFSHIM_POLICY="responsive", BACKOFFSHIM_MAX_ATTEMPTS=1,
+                   BACKOFFSHIM_DOWN_THRESHOLD=100)
+    sn = SynSniffer(port)
+    p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with sn:
+            check(p.stdout.readline().strip() == "down", "phase 1 did not finish")
+            sn.wait_for(3, 1)
+            gaps = sn.gaps()
+        check(len(gaps) == 2, "3 failed calls, one SYN each: %r" % gaps)
+        check(abs(gaps[0] - 0.05) <= SLACK, "first wait is initial_backoff: %r" % gaps)
+        check(0.7 * 0.075 - SLACK <= gaps[1] <= 1.3 * 0.075 + SLACK, "up x1.5 +-30%%: %r" % gaps)
+        with Server(port).start() as srv:
+            p.stdin.write("\n")
+            p.stdin.flush()
+            check(p.stdout.readline().strip() == "done", "phase 2 did not finish")
+            acc = list(srv.accepts)
+        out, err = p.communicate(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    agaps = [b - a for a, b in zip(acc, acc[1:])]
+    check(len(acc) == 4 and all(g >= 0.7 * 0.075 - SLACK for g in agaps),
+          "successes must wait the interval too: %r" % agaps)
+    check("went up" in err and "calls" in err, "stats line missing: %r" % err)

@@ -164,6 +164,47 @@ static void test_off_stops(void **state)
 	assert_true(bs_policy_wait(&p, 1, 0, 0.5) == BS_STOP);
 }
 
+static void test_responsive(void **state)
+{
+	(void)state;
+	struct bs_config c;
+	const char *why;
+	bs_config_defaults(&c);
+	assert_int_equal(bs_config_set(&c, "backoff", "policy", "responsive", &why), 0);
+	struct bs_policy *p = &c.policy;
+	assert_true(p->up_multiplier == 1.5 && p->down_multiplier == 0.9);
+	assert_int_equal(p->down_threshold, 10);
+	assert_true(p->randomization_factor == 0.3);
+	assert_int_equal(p->max_randomization, 120 * SEC);
+	/* up: 0 -> initial exactly, then * 1.5 within +-30% */
+	assert_int_equal(bs_responsive_up(p, 0, 0.9), p->initial_backoff);
+	uint64_t lo = ~0ull, hi = 0;
+	double mean = 0;
+	for (uint64_t k = 0; k < DRAWS; k++) {
+		uint64_t v = bs_responsive_up(p, 2 * SEC, draw(k));
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+		mean += (double)v / DRAWS;
+	}
+	assert_true(lo >= 2.1 * SEC && lo < 2.12 * SEC); /* 3s - 30% */
+	assert_true(hi <= 3.9 * SEC && hi > 3.88 * SEC); /* 3s + 30% */
+	assert_true(mean > 2.97 * SEC && mean < 3.03 * SEC);
+	/* the randomisation is capped at max_randomization, the value at max_backoff */
+	assert_int_equal(bs_config_set(&c, "backoff", "max_randomization", "100ms", &why), 0);
+	assert_int_equal(bs_responsive_up(p, 2 * SEC, 0.0), 3 * SEC - 100 * MS);
+	assert_int_equal(bs_responsive_up(p, 100 * SEC, 0.5), p->max_backoff);
+	/* down: * 0.9, randomised; below initial it is 0 */
+	assert_int_equal(bs_responsive_down(p, 10 * SEC, 0.5), 9 * SEC);
+	assert_int_equal(bs_responsive_down(p, 1 * SEC, 0.5), 0);
+	/* keys */
+	assert_int_equal(bs_config_set(&c, NULL, "up_multiplier", "0.5", &why), -1);
+	assert_int_equal(bs_config_set(&c, NULL, "randomization_factor", "1.5", &why), -1);
+	assert_int_equal(bs_config_set(&c, NULL, "down_threshold", "3", &why), 0);
+	assert_int_equal(p->down_threshold, 3);
+	assert_int_equal(bs_config_set(&c, NULL, "down_multiplier", "0.5", &why), 0);
+	assert_true(p->down_multiplier == 0.5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_list_from_config),
 		cmocka_unit_test(test_exponential_stops_before_max),
 		cmocka_unit_test(test_off_stops),
+		cmocka_unit_test(test_responsive),
 	};
 	return cmocka_run_group_tests_name("policy kinds", tests, NULL, NULL);
 }

@@ -1,0 +1,137 @@
+/*
+ * responsive: adaptive pacing for rate-limited servers (policy =
+ * responsive). Every connect() to the destination first waits its current
+ * interval — successes included — until the interval is back to 0. A
+ * failure raises the interval, every down_threshold consecutive successes
+ * lower it (the arithmetic is bs_responsive_up/down in policy.c). A blocking
+ * call retries within its budget; a non-blocking one waits (retry mode) or
+ * not (pace, off) and reports its outcome like any other.
+ */
+#include "addr.h"
+#include "clock.h"
+#include "errname.h"
+#include "log.h"
+#include "policy.h"
+#include "real.h"
+#include "shim.h"
+#include "sock.h"
+
+#include <errno.h>
+
+static void log_stats(const struct bs_entry *e, const struct sockaddr *addr, socklen_t len,
+		      const char *what, int err)
+{
+	enum bs_level lvl = err ? BS_LOG_INFO : BS_LOG_DEBUG;
+	if (!bs_log_enabled(lvl))
+		return;
+	char name[128];
+	struct bs_line l;
+	bs_addr_format(addr, len, name, sizeof name);
+	bs_line_start(&l);
+	bs_line_str(&l, "connect ");
+	bs_line_str(&l, name);
+	bs_line_str(&l, ": ");
+	if (err) {
+		bs_line_str(&l, bs_errno_msg(err));
+		bs_line_str(&l, "; ");
+	}
+	bs_line_str(&l, what);
+	bs_line_str(&l, ", interval ");
+	bs_line_dur(&l, atomic_load(&e->interval));
+	bs_line_str(&l, " (calls ");
+	bs_line_u64(&l, atomic_load(&e->n_calls));
+	bs_line_str(&l, ", up ");
+	bs_line_u64(&l, atomic_load(&e->n_up));
+	bs_line_str(&l, ", down ");
+	bs_line_u64(&l, atomic_load(&e->n_down));
+	bs_line_str(&l, ", waits ");
+	bs_line_u64(&l, atomic_load(&e->n_waits));
+	bs_line_str(&l, ", waited ");
+	bs_line_dur(&l, atomic_load(&e->waited));
+	bs_line_str(&l, ")");
+	bs_line_emit(&l, lvl);
+}
+
+void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
+			   const struct sockaddr *addr, socklen_t len, int err)
+{
+	const struct bs_policy *p = &cfg->policy;
+	uint64_t iv = atomic_load(&e->interval), want;
+	if (err) {
+		atomic_store(&e->succ, 0);
+		do
+			want = bs_responsive_up(p, iv, bs_policy_unit(bs_random()));
+		while (!atomic_compare_exchange_weak(&e->interval, &iv, want));
+		atomic_fetch_add(&e->n_up, 1);
+		atomic_store(&e->last_err, (uint32_t)err);
+		log_stats(e, addr, len, "went up", err);
+		return;
+	}
+	uint32_t th = p->down_threshold ? p->down_threshold : 1;
+	if ((atomic_fetch_add(&e->succ, 1) + 1) % th || !iv)
+		return;
+	do
+		want = bs_responsive_down(p, iv, bs_policy_unit(bs_random()));
+	while (!atomic_compare_exchange_weak(&e->interval, &iv, want));
+	atomic_fetch_add(&e->n_down, 1);
+	log_stats(e, addr, len, "went down", 0);
+}
+
+/* Sleep d ns (a futex nobody wakes). EINTR if a signal should end the call. */
+static int pause_for(uint64_t d, int has_tv)
+{
+	uint32_t word = 0;
+	uint64_t until = bs_now() + d;
+	while (bs_now() < until)
+		if (bs_wait(&word, 0, until) == EINTR && bs_intr_returns_eintr(has_tv))
+			return EINTR;
+	return 0;
+}
+
+int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+			  socklen_t len, uint64_t key)
+{
+	int saved = errno, err = 0;
+	uint64_t start = bs_now();
+	struct bs_entry *e = bs_table_claim(bs_tab(), key, start, cfg->policy.max_backoff);
+	if (!e)
+		return bs_real_connect(fd, addr, len);
+	atomic_fetch_add(&e->n_calls, 1);
+	int blocking = bs_sock_is_blocking_stream(fd);
+	struct timeval tv;
+	int has_tv = blocking && bs_sock_sndtimeo(fd, &tv);
+	uint64_t end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
+	for (uint32_t n = 1;; n++) {
+		uint64_t iv = atomic_load(&e->interval);
+		if (iv && (blocking || cfg->nonblocking == BS_NB_RETRY)) {
+			if (bs_now() + iv >= end) {
+				errno = err ? err : (int)atomic_load(&e->last_err);
+				if (!errno)
+					errno = ECONNREFUSED;
+				return -1;
+			}
+			if (pause_for(iv, has_tv) == EINTR)
+				return errno = EINTR, -1;
+			atomic_fetch_add(&e->n_waits, 1);
+			atomic_fetch_add(&e->waited, iv);
+		}
+		uint64_t t0 = bs_now();
+		int r = bs_real_connect(fd, addr, len);
+		err = r ? errno : 0;
+		if (r == 0 || err == EINPROGRESS) {
+			struct bs_dest d = {key, addr, len};
+			if (r == 0) {
+				bs_responsive_outcome(cfg, e, addr, len, 0);
+				bs_dest_connected(cfg, &d, fd, t0);
+				errno = saved;
+				return 0;
+			}
+			return bs_nb_started(cfg, fd, addr, len, key, t0);
+		}
+		if (!bs_config_retries(cfg, err))
+			return errno = err, -1;
+		bs_responsive_outcome(cfg, e, addr, len, err);
+		if (!blocking || (cfg->max_attempts && n >= cfg->max_attempts))
+			return errno = err, -1;
+	}
+}
