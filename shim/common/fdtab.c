@@ -62,6 +62,7 @@ void bs_fd_copy(struct bs_fdtab *t, int from, int to)
 		bs_fd_clear(t, to);
 		return;
 	}
+	atomic_store(&d->err, atomic_load(&f->err)); /* an owed error goes along */
 	bs_fd_track(t, to, (enum bs_fd_state)st, atomic_load(&f->key), atomic_load(&f->since),
 		    atomic_load(&f->call_start), (const struct sockaddr *)f->addr, f->addrlen);
 }
@@ -81,6 +82,9 @@ void bs_fd_fail(struct bs_fdtab *t, int fd, int err)
 	if (!s)
 		return;
 	atomic_store(&s->err, (uint32_t)err);
+	unsigned h = atomic_load_explicit(&t->high, memory_order_relaxed);
+	while ((unsigned)fd + 1 > h && !atomic_compare_exchange_weak(&t->high, &h, (unsigned)fd + 1))
+		;
 	atomic_store_explicit(&s->state, BS_FD_FAILED, memory_order_release);
 }
 

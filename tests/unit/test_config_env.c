@@ -21,6 +21,16 @@ static const struct var ALL_ENV[] = {
 	{"BACKOFFSHIM_MAX_ELAPSED", "10m"},
 	{"BACKOFFSHIM_RETRY_ON", "EPIPE"},
 	{"BACKOFFSHIM_UNIX", "on"},
+	{"BACKOFFSHIM_POLICY", "list"},
+	{"BACKOFFSHIM_JITTER_MODE", "full"},
+	{"BACKOFFSHIM_DELAYS", "0, 10ms,3s"},
+	{"BACKOFFSHIM_UP_MULTIPLIER", "2"},
+	{"BACKOFFSHIM_DOWN_MULTIPLIER", "0.5"},
+	{"BACKOFFSHIM_DOWN_THRESHOLD", "3"},
+	{"BACKOFFSHIM_RANDOMIZATION_FACTOR", "0.1"},
+	{"BACKOFFSHIM_MAX_RANDOMIZATION", "30s"},
+	{"BACKOFFSHIM_NONBLOCKING", "pace"},
+	{"BACKOFFSHIM_HEALTHY_AFTER", "2500ms"},
 	{"BACKOFFSHIM_LOG", "debug"},
 	{"BACKOFFSHIM_LOG_FILE", "/tmp/bs.log"},
 	{"BACKOFFSHIM_SEED", "42"},
@@ -32,10 +42,15 @@ static const char *const ALL_KEYS[][2] = {
 	{"backoff", "initial_backoff"}, {"backoff", "multiplier"}, {"backoff", "jitter"},
 	{"backoff", "max_backoff"}, {"backoff", "min_connect_timeout"},
 	{"backoff", "max_attempts"}, {"backoff", "max_elapsed"}, {"backoff", "retry_on"},
-	{"backoff", "unix"}, {"log", "level"}, {"log", "file"}, {"backoff", "seed"},
-	{"backoff", "disable"},
+	{"backoff", "unix"}, {"backoff", "policy"}, {"backoff", "jitter_mode"},
+	{"backoff", "delays"}, {"backoff", "up_multiplier"}, {"backoff", "down_multiplier"},
+	{"backoff", "down_threshold"}, {"backoff", "randomization_factor"},
+	{"backoff", "max_randomization"}, {"backoff", "nonblocking"}, {"backoff", "healthy_after"},
+	{"log", "level"}, {"log", "file"}, {"backoff", "seed"}, {"backoff", "disable"},
 };
 #define NVARS (sizeof ALL_KEYS / sizeof ALL_KEYS[0])
+_Static_assert(NVARS == 23, "one entry per BACKOFFSHIM_* variable");
+_Static_assert(sizeof ALL_ENV / sizeof ALL_ENV[0] == NVARS + 1, "ALL_ENV matches ALL_KEYS");
 
 static void test_env_all(void **state)
 {
@@ -55,6 +70,19 @@ static void test_env_all(void **state)
 	assert_int_equal(bs_config_retries(&c, EPIPE), 1);
 	assert_int_equal(bs_config_retries(&c, ECONNREFUSED), 0);
 	assert_int_equal(c.unix_sockets, 1);
+	assert_int_equal(c.policy.kind, BS_POLICY_LIST);
+	assert_int_equal(c.policy.jitter_mode, BS_JITTER_FULL);
+	assert_int_equal(c.policy.ndelays, 3);
+	assert_int_equal(c.policy.delays[0], 0);
+	assert_int_equal(c.policy.delays[1], 10 * MS);
+	assert_int_equal(c.policy.delays[2], 3 * SEC);
+	assert_true(c.policy.up_multiplier == 2.0);
+	assert_true(c.policy.down_multiplier == 0.5);
+	assert_int_equal(c.policy.down_threshold, 3);
+	assert_true(c.policy.randomization_factor == 0.1);
+	assert_int_equal(c.policy.max_randomization, 30 * SEC);
+	assert_int_equal(c.nonblocking, BS_NB_PACE);
+	assert_int_equal(c.healthy_after, 2500 * MS);
 	assert_int_equal(c.log_level, BS_LOG_DEBUG);
 	assert_string_equal(c.log_file, "/tmp/bs.log");
 	assert_int_equal(c.seed, 42);
@@ -96,7 +124,8 @@ static void test_env_each_maps_to_key(void **state)
 	/* Names that only look similar are ignored. */
 	static const struct var near[] = {
 		{"backoffshim_jitter", "0.5"}, {"JITTER", "0.5"}, {"BACKOFFSHIM_JITTER ", "0.5"},
-		{"BACKOFFSHIM_LEVEL", "debug"}, {NULL, NULL}};
+		{"BACKOFFSHIM_LEVEL", "debug"}, {"BACKOFFSHIM_NONBLOCK", "off"},
+		{"BACKOFFSHIM_HEALTHY", "0"}, {"BACKOFFSHIM_HEALTHYAFTER", "0"}, {NULL, NULL}};
 	struct reps rs = {0};
 	struct bs_config c = defaults();
 	use_env(near);
@@ -109,10 +138,12 @@ static void test_env_each_maps_to_key(void **state)
 static void test_env_bad_values(void **state)
 {
 	(void)state;
-	static const char *bad[NVARS] = {
+	static const char *bad[] = {
 		"0", "0.5", "1.5", "soon", "-1s", "1e9", "nan", "ENOPE", "maybe",
-		"loud", "", "-3", "2",
+		"fibonacci", "half", "1s,,2s", "0.5", "1.5", "-1", "2", "soon",
+		"sometimes", "-1s", "loud", "", "-3", "2",
 	};
+	_Static_assert(sizeof bad / sizeof bad[0] == NVARS, "one bad value per variable");
 	const struct bs_config def = defaults();
 	for (size_t i = 0; i < NVARS; i++) {
 		struct var one[2] = {{ALL_ENV[i].name, bad[i]}, {NULL, NULL}};
@@ -133,16 +164,20 @@ static void test_env_bad_values(void **state)
 	/* A bad value does not stop the others. */
 	static const struct var mixed[] = {
 		{"BACKOFFSHIM_JITTER", "2"}, {"BACKOFFSHIM_MULTIPLIER", "3"},
-		{"BACKOFFSHIM_LOG", "chatty"}, {"BACKOFFSHIM_UNIX", "1"}, {NULL, NULL}};
+		{"BACKOFFSHIM_LOG", "chatty"}, {"BACKOFFSHIM_UNIX", "1"},
+		{"BACKOFFSHIM_NONBLOCKING", "sometimes"}, {"BACKOFFSHIM_HEALTHY_AFTER", " 0 "},
+		{NULL, NULL}};
 	struct reps rs = {0};
 	struct bs_config c = defaults();
 	use_env(mixed);
 	bs_config_load_env(&c, fake_getenv, capture, &rs);
-	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.n, 3);
 	assert_true(c.policy.jitter == 0.2);
 	assert_true(c.policy.multiplier == 3.0);
 	assert_int_equal(c.log_level, BS_LOG_INFO);
 	assert_int_equal(c.unix_sockets, 1);
+	assert_int_equal(c.nonblocking, BS_NB_RETRY);
+	assert_int_equal(c.healthy_after, 0);
 }
 
 int main(void)

@@ -27,6 +27,11 @@ static const char ALL_KEYS_INI[] =
 	"max_elapsed = 1h\n"
 	"retry_on = ECONNREFUSED, EPIPE\n"
 	"unix = yes\n"
+	"policy = list\n"
+	"jitter_mode = Equal\n"
+	"delays = 100ms, 2s ,1m\n"
+	"nonblocking = Off ; fall back to plain connects\n"
+	"healthy_after = 0\n"
 	"seed = 12345\n"
 	"disable = off\n"
 	"   ; indented comment\n"
@@ -47,6 +52,14 @@ static void check_all_keys(const struct bs_config *c)
 	assert_int_equal(bs_config_retries(c, EPIPE), 1);
 	assert_int_equal(bs_config_retries(c, ETIMEDOUT), 0);
 	assert_int_equal(c->unix_sockets, 1);
+	assert_int_equal(c->policy.kind, BS_POLICY_LIST);
+	assert_int_equal(c->policy.jitter_mode, BS_JITTER_EQUAL);
+	assert_int_equal(c->policy.ndelays, 3);
+	assert_int_equal(c->policy.delays[0], 100 * MS);
+	assert_int_equal(c->policy.delays[1], 2 * SEC);
+	assert_int_equal(c->policy.delays[2], 60 * SEC);
+	assert_int_equal(c->nonblocking, BS_NB_OFF);
+	assert_int_equal(c->healthy_after, 0);
 	assert_int_equal(c->seed, 12345);
 	assert_int_equal(c->seed_set, 1);
 	assert_int_equal(c->disable, 0);
@@ -125,6 +138,8 @@ static void test_bad_value_keeps_previous(void **state)
 		{"backoff", "max_elapsed", "1m", "-1s"},
 		{"backoff", "retry_on", "EPIPE", "EPIPE EBOGUS"},
 		{"backoff", "unix", "on", "sometimes"},
+		{"backoff", "nonblocking", "pace", "sometimes"},
+		{"backoff", "healthy_after", "30s", "-1s"},
 		{"backoff", "seed", "7", "seven"},
 		{"backoff", "disable", "true", "2"},
 		{"log", "level", "error", "verbose"},

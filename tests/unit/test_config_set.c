@@ -1,6 +1,7 @@
 /* Unit tests for config.c / config_parse.c / errname.c: bs_config_set (value
- * ranges, unknown keys and sections, path length), the uint, bool and log
- * level parsers, errno lists, and the errno name/message table. */
+ * ranges, unknown keys and sections, path length), the uint, bool, log level
+ * and non-blocking mode parsers, errno lists, and the errno name/message
+ * table. */
 #include "config_helpers.h"
 
 #include "config.h"
@@ -57,6 +58,17 @@ static void test_set_ranges(void **state)
 		{"backoff", "max_backoff", "0ms", 0},
 		{"backoff", "min_connect_timeout", "0", 0},
 		{"backoff", "max_elapsed", "0", 1}, /* 0 = unlimited */
+		{"backoff", "healthy_after", "0", 1}, /* 0 allowed */
+		{"backoff", "healthy_after", "0s", 1},
+		{"backoff", "healthy_after", "720h", 1},
+		{"backoff", "healthy_after", "721h", 0},
+		{"backoff", "healthy_after", "-1s", 0},
+		{"backoff", "healthy_after", "soon", 0},
+		{"backoff", "healthy_after", "", 0},
+		{"log", "healthy_after", "1s", 0},
+		{"log", "nonblocking", "off", 0},
+		{NULL, "HEALTHY_AFTER", "3s", 1},
+		{NULL, "nonblocking", "pace", 1},
 		{"backoff", "max_attempts", "0", 1},
 		{"backoff", "max_attempts", "1000000000", 1},
 		{"backoff", "max_attempts", "1000000001", 0},
@@ -83,6 +95,12 @@ static void test_set_ranges(void **state)
 	assert_int_equal(c.seed_set, 1);
 	assert_int_equal(bs_config_set(&c, "backoff", "jitter", "1", &why), 0);
 	assert_true(c.policy.jitter == 1.0);
+	assert_int_equal(bs_config_set(&c, "backoff", "healthy_after", "1.5s", &why), 0);
+	assert_int_equal(c.healthy_after, 1500 * MS);
+	assert_int_equal(bs_config_set(&c, "backoff", "healthy_after", "0", &why), 0);
+	assert_int_equal(c.healthy_after, 0);
+	assert_int_equal(bs_config_set(&c, NULL, "HEALTHY_AFTER", "2m", &why), 0);
+	assert_int_equal(c.healthy_after, 120 * SEC);
 }
 
 static void test_set_unknown(void **state)
@@ -202,6 +220,36 @@ static void test_level(void **state)
 	}
 }
 
+static void test_nbmode(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		int v;
+	} ok[] = {{"retry", BS_NB_RETRY}, {"pace", BS_NB_PACE}, {"off", BS_NB_OFF},
+		  {"PACE", BS_NB_PACE}, {" off ", BS_NB_OFF}, {"Retry", BS_NB_RETRY},
+		  {"\tpace\t", BS_NB_PACE}, {"OFF", BS_NB_OFF}};
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		struct bs_config c = defaults();
+		c.nonblocking = -1;
+		const char *why = NULL;
+		if (bs_config_set(&c, "backoff", "nonblocking", ok[i].s, &why) != 0)
+			fail_msg("nonblocking \"%s\" rejected: %s", ok[i].s, why);
+		assert_int_equal(c.nonblocking, ok[i].v);
+	}
+	static const char *bad[] = {"", " ", "sometimes", "on", "no", "0", "1", "2",
+				    "retr", "paced", "offf", "pace off", "retry,pace"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct bs_config c = defaults();
+		c.nonblocking = BS_NB_PACE;
+		const char *why = NULL;
+		if (bs_config_set(&c, "backoff", "nonblocking", bad[i], &why) != -1)
+			fail_msg("nonblocking \"%s\" accepted", bad[i]);
+		assert_int_equal(c.nonblocking, BS_NB_PACE); /* previous kept */
+		assert_non_null(why);
+	}
+}
+
 static int nbits(const uint64_t s[BS_ERRSET_WORDS])
 {
 	int n = 0;
@@ -298,6 +346,7 @@ int main(void)
 		cmocka_unit_test(test_uint),
 		cmocka_unit_test(test_bool),
 		cmocka_unit_test(test_level),
+		cmocka_unit_test(test_nbmode),
 		cmocka_unit_test(test_errlist),
 		cmocka_unit_test(test_errname),
 	};

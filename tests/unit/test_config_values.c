@@ -29,6 +29,9 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_attempts, 0);
 	assert_int_equal(c.max_elapsed, 5 * 60 * SEC);
 	assert_int_equal(c.unix_sockets, 0);
+	assert_int_equal(c.nonblocking, BS_NB_RETRY);
+	assert_int_equal(c.nonblocking, 0);
+	assert_int_equal(c.healthy_after, 10 * SEC);
 	assert_int_equal(c.disable, 0);
 	assert_int_equal(c.log_level, 2);
 	assert_int_equal(c.log_level, BS_LOG_INFO);

@@ -64,7 +64,7 @@ static void test_state_pack(void **state)
 	const uint64_t big[] = {1ull << 63, UINT64_MAX - MS, UINT64_MAX - 1, UINT64_MAX};
 	for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
 		uint64_t s = bs_state_make(big[i], 3);
-		assert_true(bs_state_next_at(s) >= 1ull << 63);
+		assert_true(bs_state_next_at(s) >= 200ull * 365 * 86400 * SEC); /* centuries */
 		assert_int_equal(bs_state_failures(s), 3);
 	}
 }
@@ -240,7 +240,8 @@ static void test_million_keys(void **state)
 	}
 	assert_int_equal(nulls, 0);
 	assert_int_equal(bad, 0);
-	assert_int_equal(sizeof *t, BS_TABLE_SLOTS * (sizeof(uint64_t) + 64));
+	/* the keys, the entries and a header line: nothing grows with use */
+	assert_true(sizeof *t <= BS_TABLE_SLOTS * (sizeof(uint64_t) + sizeof(struct bs_entry)) + 64);
 	/* the most recent keys are still there */
 	assert_non_null(bs_table_find(t, 1000000));
 	free(t);

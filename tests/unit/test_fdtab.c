@@ -1,0 +1,277 @@
+/* Unit tests for fdtab.c: untracked and out-of-range fds, track (key, times,
+ * IPv4/IPv6 addresses, addresses too long to keep), set, clear, copy (dup2),
+ * clear_range (close_range/closefrom, bounded by the high-water mark),
+ * fail/take_err. Threads are in test_fdtab_threads.c. */
+#include "fdtab_helpers.h"
+
+#include "fdtab.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* fd's slot holds exactly these values. */
+static void expect_slot(struct bs_fdtab *t, int fd, unsigned st, uint64_t key,
+			uint64_t since, uint64_t call_start, const void *addr, size_t len)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	assert_non_null(s);
+	assert_int_equal(bs_fd_state(t, fd), st);
+	assert_int_equal(atomic_load(&s->key), key);
+	assert_int_equal(atomic_load(&s->since), since);
+	assert_int_equal(atomic_load(&s->call_start), call_start);
+	assert_int_equal(s->addrlen, len);
+	if (len)
+		assert_memory_equal(s->addr, addr, len);
+}
+
+static void test_untracked_and_out_of_range(void **state)
+{
+	struct bs_fdtab *t = *state;
+	for (int fd = 0; fd < (int)CAP; fd++)
+		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
+	assert_ptr_equal(bs_fd_slot(t, 0), &t->slots[0]);
+	assert_ptr_equal(bs_fd_slot(t, CAP - 1), &t->slots[CAP - 1]);
+
+	static const int out[] = {-1, -2, INT_MIN, (int)CAP, (int)CAP + 1, INT_MAX};
+	struct sockaddr_in a = v4(80);
+	for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
+		int fd = out[i];
+		assert_null(bs_fd_slot(t, fd));
+		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
+		/* every operation on it is harmless */
+		bs_fd_track(t, fd, BS_FD_CONNECTING, 9, 1, 2, (struct sockaddr *)&a, sizeof a);
+		bs_fd_set(t, fd, BS_FD_HEALTHY, 3);
+		bs_fd_fail(t, fd, ECONNREFUSED);
+		assert_int_equal(bs_fd_take_err(t, fd), 0);
+		bs_fd_clear(t, fd);
+		bs_fd_copy(t, fd, fd);
+		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
+	}
+	assert_int_equal(high(t), 0);
+	for (int fd = 0; fd < (int)CAP; fd++)
+		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
+
+	/* a table without slots tracks nothing */
+	struct bs_fdtab none;
+	bs_fdtab_init(&none, NULL, CAP);
+	assert_null(bs_fd_slot(&none, 0));
+	assert_int_equal(bs_fd_state(&none, 0), BS_FD_NONE);
+	bs_fd_track(&none, 0, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	assert_int_equal(high(&none), 0);
+}
+
+static void test_track(void **state)
+{
+	struct bs_fdtab *t = *state;
+	struct sockaddr_in a4 = v4(8080);
+	struct sockaddr_in6 a6 = v6(443);
+	bs_fd_track(t, 3, BS_FD_CONNECTING, 0xabc, 100, 90, (struct sockaddr *)&a4, sizeof a4);
+	expect_slot(t, 3, BS_FD_CONNECTING, 0xabc, 100, 90, &a4, sizeof a4);
+	assert_int_equal(high(t), 4);
+	assert_int_equal(sizeof a6, BS_FD_ADDR_MAX);
+	bs_fd_track(t, 7, BS_FD_PROBATION, 0xdef, 200, 150, (struct sockaddr *)&a6, sizeof a6);
+	expect_slot(t, 7, BS_FD_PROBATION, 0xdef, 200, 150, &a6, sizeof a6);
+	assert_int_equal(high(t), 8);
+	/* neighbours untouched */
+	for (int fd = 0; fd < 10; fd++)
+		if (fd != 3 && fd != 7)
+			assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
+
+	/* longer than BS_FD_ADDR_MAX, or no address: tracked, nothing stored */
+	struct sockaddr_storage big;
+	memset(&big, 0x11, sizeof big);
+	bs_fd_track(t, 5, BS_FD_CONNECTING, 5, 6, 7, (struct sockaddr *)&big,
+		    BS_FD_ADDR_MAX + 1);
+	expect_slot(t, 5, BS_FD_CONNECTING, 5, 6, 7, NULL, 0);
+	bs_fd_track(t, 6, BS_FD_HEALTHY, 6, 7, 8, NULL, 0);
+	expect_slot(t, 6, BS_FD_HEALTHY, 6, 7, 8, NULL, 0);
+
+	/* re-tracking replaces everything, including a stored address */
+	bs_fd_track(t, 7, BS_FD_CONNECTING, 0x777, 300, 299, (struct sockaddr *)&a4, sizeof a4);
+	expect_slot(t, 7, BS_FD_CONNECTING, 0x777, 300, 299, &a4, sizeof a4);
+	bs_fd_track(t, 7, BS_FD_CONNECTING, 0x778, 301, 300, (struct sockaddr *)&big, sizeof big);
+	expect_slot(t, 7, BS_FD_CONNECTING, 0x778, 301, 300, NULL, 0);
+
+	/* a lower fd never lowers the mark; the last slot raises it to cap */
+	bs_fd_track(t, 0, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	assert_int_equal(high(t), 8);
+	bs_fd_track(t, CAP - 1, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	assert_int_equal(high(t), CAP);
+}
+
+static void test_set_and_clear(void **state)
+{
+	struct bs_fdtab *t = *state;
+	struct sockaddr_in a = v4(25);
+	/* untracked: set does nothing */
+	bs_fd_set(t, 5, BS_FD_HEALTHY, 42);
+	expect_slot(t, 5, BS_FD_NONE, 0, 0, 0, NULL, 0);
+
+	bs_fd_track(t, 5, BS_FD_CONNECTING, 0x55, 10, 9, (struct sockaddr *)&a, sizeof a);
+	bs_fd_set(t, 5, BS_FD_PROBATION, 20);
+	expect_slot(t, 5, BS_FD_PROBATION, 0x55, 20, 9, &a, sizeof a);
+	bs_fd_set(t, 5, BS_FD_HEALTHY, 30);
+	expect_slot(t, 5, BS_FD_HEALTHY, 0x55, 30, 9, &a, sizeof a);
+
+	bs_fd_track(t, 4, BS_FD_CONNECTING, 0x44, 1, 1, NULL, 0);
+	bs_fd_track(t, 6, BS_FD_CONNECTING, 0x66, 1, 1, NULL, 0);
+	bs_fd_clear(t, 5);
+	assert_int_equal(bs_fd_state(t, 5), BS_FD_NONE);
+	assert_int_equal(bs_fd_state(t, 4), BS_FD_CONNECTING);
+	assert_int_equal(bs_fd_state(t, 6), BS_FD_CONNECTING);
+	/* cleared: set is a no-op again, clearing again harmless */
+	bs_fd_set(t, 5, BS_FD_HEALTHY, 99);
+	assert_int_equal(bs_fd_state(t, 5), BS_FD_NONE);
+	assert_int_equal(atomic_load(&t->slots[5].since), 30);
+	bs_fd_clear(t, 5);
+	bs_fd_clear(t, 100);
+	assert_int_equal(bs_fd_state(t, 5), BS_FD_NONE);
+	assert_int_equal(bs_fd_state(t, 100), BS_FD_NONE);
+}
+
+static void test_copy(void **state)
+{
+	struct bs_fdtab *t = *state;
+	struct sockaddr_in6 a = v6(5432);
+	bs_fd_track(t, 3, BS_FD_PROBATION, 0x33, 100, 80, (struct sockaddr *)&a, sizeof a);
+	bs_fd_copy(t, 3, 20);
+	expect_slot(t, 20, BS_FD_PROBATION, 0x33, 100, 80, &a, sizeof a);
+	expect_slot(t, 3, BS_FD_PROBATION, 0x33, 100, 80, &a, sizeof a);
+	assert_int_equal(high(t), 21);
+
+	/* onto a tracked fd: replaced */
+	bs_fd_track(t, 9, BS_FD_CONNECTING, 0x99, 1, 2, NULL, 0);
+	bs_fd_copy(t, 3, 9);
+	expect_slot(t, 9, BS_FD_PROBATION, 0x33, 100, 80, &a, sizeof a);
+
+	/* from an untracked (or out-of-range) fd: `to` is no longer tracked */
+	bs_fd_copy(t, 4, 9);
+	assert_int_equal(bs_fd_state(t, 9), BS_FD_NONE);
+	bs_fd_copy(t, -1, 20);
+	assert_int_equal(bs_fd_state(t, 20), BS_FD_NONE);
+	bs_fd_copy(t, 4, 5); /* untracked onto untracked */
+	assert_int_equal(bs_fd_state(t, 5), BS_FD_NONE);
+	expect_slot(t, 3, BS_FD_PROBATION, 0x33, 100, 80, &a, sizeof a);
+
+	/* onto itself: nothing changes */
+	bs_fd_copy(t, 3, 3);
+	expect_slot(t, 3, BS_FD_PROBATION, 0x33, 100, 80, &a, sizeof a);
+	/* to out of range: nothing */
+	bs_fd_copy(t, 3, (int)CAP);
+	assert_int_equal(high(t), 21);
+}
+
+/* dup2 of a connect whose error the shim read away: the error is owed to
+ * the program's next look through either number. */
+static void test_copy_failed_keeps_err(void **state)
+{
+	struct bs_fdtab *t = *state;
+	/* slot 9 once held another error, taken long ago */
+	bs_fd_track(t, 9, BS_FD_CONNECTING, 0x99, 1, 1, NULL, 0);
+	bs_fd_fail(t, 9, ETIMEDOUT);
+	assert_int_equal(bs_fd_take_err(t, 9), ETIMEDOUT);
+
+	bs_fd_track(t, 3, BS_FD_CONNECTING, 0x33, 1, 1, NULL, 0);
+	bs_fd_fail(t, 3, ECONNREFUSED);
+	bs_fd_copy(t, 3, 8);
+	bs_fd_copy(t, 3, 9);
+	assert_int_equal(bs_fd_state(t, 8), BS_FD_FAILED);
+	assert_int_equal(bs_fd_state(t, 9), BS_FD_FAILED);
+	assert_int_equal(bs_fd_take_err(t, 8), ECONNREFUSED);
+	assert_int_equal(bs_fd_take_err(t, 9), ECONNREFUSED);
+	assert_int_equal(bs_fd_take_err(t, 3), ECONNREFUSED);
+}
+
+static void test_clear_range(void **state)
+{
+	struct bs_fdtab *t = *state;
+	/* nothing tracked (high 0): a hand-written slot 0 survives */
+	atomic_store(&t->slots[0].state, BS_FD_HEALTHY);
+	bs_fd_clear_range(t, 0, ~0u);
+	assert_int_equal(bs_fd_state(t, 0), BS_FD_HEALTHY);
+	atomic_store(&t->slots[0].state, BS_FD_NONE);
+
+	for (int fd = 0; fd < 10; fd++)
+		bs_fd_track(t, fd, BS_FD_CONNECTING, (uint64_t)fd + 1, 1, 1, NULL, 0);
+	assert_int_equal(high(t), 10);
+	/* slot 500 set by hand, above the mark */
+	atomic_store(&t->slots[500].state, BS_FD_PROBATION);
+	atomic_store(&t->slots[500].key, 0x500);
+
+	bs_fd_clear_range(t, 3, 5); /* inclusive, nothing else */
+	for (int fd = 0; fd < 10; fd++)
+		assert_int_equal(bs_fd_state(t, fd),
+				 fd >= 3 && fd <= 5 ? BS_FD_NONE : BS_FD_CONNECTING);
+	bs_fd_clear_range(t, 7, 7);
+	assert_int_equal(bs_fd_state(t, 7), BS_FD_NONE);
+	assert_int_equal(bs_fd_state(t, 6), BS_FD_CONNECTING);
+	assert_int_equal(bs_fd_state(t, 8), BS_FD_CONNECTING);
+	bs_fd_clear_range(t, 9, 8); /* empty range */
+	assert_int_equal(bs_fd_state(t, 8), BS_FD_CONNECTING);
+	assert_int_equal(bs_fd_state(t, 9), BS_FD_CONNECTING);
+	bs_fd_clear_range(t, 10, 600); /* all above the mark */
+	assert_int_equal(bs_fd_state(t, 500), BS_FD_PROBATION);
+
+	/* closefrom(0): only fds below the mark */
+	bs_fd_clear_range(t, 0, ~0u);
+	for (int fd = 0; fd < 10; fd++)
+		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
+	assert_int_equal(bs_fd_state(t, 500), BS_FD_PROBATION);
+	assert_int_equal(atomic_load(&t->slots[500].key), 0x500);
+
+	/* hi exactly at the last tracked fd */
+	bs_fd_track(t, 9, BS_FD_HEALTHY, 9, 1, 1, NULL, 0);
+	bs_fd_clear_range(t, 9, 9);
+	assert_int_equal(bs_fd_state(t, 9), BS_FD_NONE);
+}
+
+static void test_fail_and_take(void **state)
+{
+	struct bs_fdtab *t = *state;
+	bs_fd_track(t, 4, BS_FD_CONNECTING, 0x44, 10, 5, NULL, 0);
+	bs_fd_fail(t, 4, ECONNREFUSED);
+	assert_int_equal(bs_fd_state(t, 4), BS_FD_FAILED);
+	assert_int_equal(atomic_load(&t->slots[4].key), 0x44);
+	assert_int_equal(bs_fd_take_err(t, 4), ECONNREFUSED); /* once */
+	assert_int_equal(bs_fd_state(t, 4), BS_FD_NONE);
+	assert_int_equal(bs_fd_take_err(t, 4), 0);
+	assert_int_equal(bs_fd_state(t, 4), BS_FD_NONE);
+
+	/* a later failure owes the later error */
+	bs_fd_track(t, 4, BS_FD_CONNECTING, 0x45, 11, 6, NULL, 0);
+	bs_fd_fail(t, 4, ETIMEDOUT);
+	bs_fd_fail(t, 4, EHOSTUNREACH);
+	assert_int_equal(bs_fd_take_err(t, 4), EHOSTUNREACH);
+
+	/* not FAILED: 0, and the slot is left alone */
+	static const unsigned others[] = {BS_FD_CONNECTING, BS_FD_PROBATION, BS_FD_HEALTHY};
+	for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+		bs_fd_track(t, 6, (enum bs_fd_state)others[i], 0x66, 7, 8, NULL, 0);
+		assert_int_equal(bs_fd_take_err(t, 6), 0);
+		expect_slot(t, 6, others[i], 0x66, 7, 8, NULL, 0);
+	}
+	assert_int_equal(bs_fd_take_err(t, 50), 0); /* never tracked */
+	assert_int_equal(bs_fd_state(t, 50), BS_FD_NONE);
+
+	/* closed after failing: nothing owed */
+	bs_fd_track(t, 7, BS_FD_CONNECTING, 0x77, 1, 1, NULL, 0);
+	bs_fd_fail(t, 7, ENETUNREACH);
+	bs_fd_clear(t, 7);
+	assert_int_equal(bs_fd_take_err(t, 7), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_untracked_and_out_of_range, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_track, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_set_and_clear, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_copy, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_copy_failed_keeps_err, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_clear_range, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_fail_and_take, tab_setup, tab_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
