@@ -15,6 +15,9 @@ LIB_SRC    := $(wildcard shim/lib/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 SO         := $(BUILD)/libbackoffshim.so
+CLI_SRC    := $(wildcard shim/cli/*.c)
+CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+CLI        := $(BUILD)/backoffshim
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -25,8 +28,8 @@ BENCH_BIN  := $(BUILD)/bench/connect_bench
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all deps test-deps check unit integration demo bench install clean
-all: $(SO)
+.PHONY: all deps test-deps check unit integration demo bench install clean FORCE
+all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
 deps:
@@ -42,6 +45,22 @@ $(SO): $(COMMON_OBJ) $(LIB_OBJ) shim/exports.map | deps
 	$(CC) $(CFLAGS) $(LDFLAGS_SO) -o $@ $(COMMON_OBJ) $(LIB_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
 
+# The command: the same common objects as the library, linked into a program.
+# PREFIX is compiled in (where `run` looks for the library last); the stamp
+# file changes only when PREFIX does, so a new PREFIX rebuilds the command.
+$(BUILD)/prefix.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+
+$(BUILD)/obj/shim/cli/%.o: shim/cli/%.c $(wildcard shim/cli/*.h shim/common/*.h) \
+		$(BUILD)/prefix.stamp | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ishim/cli -DBS_PREFIX='"$(PREFIX)"' -c $< -o $@
+
+$(CLI): $(CLI_OBJ) $(COMMON_OBJ) | deps
+	$(CC) $(CFLAGS) -Wl,-z,relro -Wl,-z,now -o $@ $(CLI_OBJ) $(COMMON_OBJ) \
+	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
+
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(COMMON_OBJ) | test-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(COMMON_OBJ) \
@@ -55,13 +74,13 @@ $(BENCH_BIN): tests/bench/connect_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lpthread
 
-check: $(SO) $(UNIT_BIN) $(PROG_BIN) | test-deps
+check: $(SO) $(CLI) $(UNIT_BIN) $(PROG_BIN) | test-deps
 	@scripts/check.sh $(UNIT_BIN)
 
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $(VALGRIND) $$t || exit 1; done
 
-integration: $(SO) $(PROG_BIN) | test-deps
+integration: $(SO) $(CLI) $(PROG_BIN) | test-deps
 	@python3 tests/integration/run.py
 
 demo: $(SO) $(BUILD)/progs/legacy_client
@@ -70,8 +89,9 @@ demo: $(SO) $(BUILD)/progs/legacy_client
 bench: $(SO) $(BENCH_BIN)
 	@$(BENCH_BIN) $(SO)
 
-install: $(SO)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/backoffshim
+install: $(SO) $(CLI)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/backoffshim
+	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/backoffshim
 	install -m 0644 $(SO) $(DESTDIR)$(PREFIX)/lib/libbackoffshim.so
 	install -m 0644 config/backoffshim.ini $(DESTDIR)$(PREFIX)/share/backoffshim/backoffshim.ini
 

@@ -11,6 +11,9 @@ static const char help_text[] =
 	"stdout, one per line:\n"
 	"  FILE:LINE: KEY: REASON   a bad value (the library ignores it)\n"
 	"  FILE:LINE: REASON        a bad line (syntax, too long, binary data)\n"
+	"  FILE:LINE: [dest SPEC]: REASON\n"
+	"                           a bad destination section (its SPEC, or the\n"
+	"                           same destinations as an earlier section)\n"
 	"  FILE: REASON             the file itself (cannot be read, too large)\n"
 	"A file without problems prints \"FILE: ok\".\n"
 	"\n"
@@ -22,7 +25,6 @@ static const char help_text[] =
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
-	(void)value;
 	unsigned *n = ctx;
 	(*n)++;
 	bs_cli_printable(stdout, origin, 1000);
@@ -31,6 +33,10 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	if (key) {
 		fputs(": ", stdout);
 		bs_cli_printable(stdout, key, 60);
+	} else if (value && line) { /* a [dest ...] section header */
+		fputs(": [dest ", stdout);
+		bs_cli_printable(stdout, value, 100);
+		fputs("]", stdout);
 	}
 	printf(": %s\n", why);
 }
@@ -54,9 +60,12 @@ int bs_cmd_check_config(int argc, char **argv)
 		return bs_cli_usage("check-config", "missing the file to check");
 	int status = 0;
 	for (int i = optind; i < argc; i++) {
+		static struct bs_rules rules; /* [dest ...] sections are read too */
 		struct bs_config cfg;
 		unsigned problems = 0;
 		bs_config_defaults(&cfg);
+		rules.n = 0;
+		cfg.rules = &rules;
 		bs_config_load_file(&cfg, argv[i], report, &problems);
 		if (problems) {
 			status = 1;

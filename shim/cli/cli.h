@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #include "config.h"
 
@@ -54,5 +55,25 @@ void bs_cli_show_config(FILE *f, const struct bs_config *c);
  * previous wait. Exact (lo == hi) where the policy draws nothing. */
 void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
 		       uint64_t *lo, uint64_t *hi);
+
+/* schedule --dest (dest.c): ADDR:PORT, [V6]:PORT, NAME:PORT (resolved
+ * here; its [dest NAME:PORT] section applies) or unix:PATH. */
+struct bs_cli_dest {
+	const char *text;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int is_name, resolved;
+};
+/* 0, or -1 if text is not one of the forms above. */
+int bs_cli_dest_parse(const char *text, struct bs_cli_dest *d);
+/* The settings the library would use for d, and the rule they come from
+ * (NULL: the global ones). */
+const struct bs_config *bs_cli_dest_config(const struct bs_config *c,
+					   const struct bs_cli_dest *d,
+					   const struct bs_rule **rule);
+/* "destination: ..." and where its settings come from. */
+void bs_cli_dest_show(FILE *f, const struct bs_cli_dest *d, const struct bs_rule *rule);
+/* The [dest ...] sections loaded, if any. */
+void bs_cli_rules_show(FILE *f, const struct bs_config *c);
 
 #endif

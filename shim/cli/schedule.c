@@ -27,10 +27,10 @@ static const char help_text[] =
 	"\n"
 	"Options:\n"
 	"  --config FILE      read FILE instead of $BACKOFFSHIM_CONFIG / " BS_DEFAULT_CONFIG "\n"
-	"  --dest ADDR:PORT   the destination to preview (127.0.0.1:5432, [::1]:6379,\n"
-	"                     db.internal:5432); per-destination sections are not\n"
-	"                     implemented yet, so every destination gets the global\n"
-	"                     [backoff] settings\n"
+	"  --dest ADDR:PORT   preview the settings a destination gets: the [dest ...]\n"
+	"                     section that matches it (most specific wins) or the\n"
+	"                     global [backoff] ones. 127.0.0.1:5432, [::1]:6379,\n"
+	"                     db.internal:5432 (resolved here) or unix:/run/app.sock\n"
 	"  -n N               how many waits to show (default 10)\n"
 	"  --seed S           seed of the random draws (default: the configured seed,\n"
 	"                     else a random one, which is printed); the same seed\n"
@@ -78,6 +78,14 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 		bs_line_str(&l, ": ");
 		put_printable(&l, key, 40);
 		bs_line_str(&l, " = ");
+	} else if (value && line) { /* a [dest ...] section header */
+		bs_line_str(&l, ": [dest ");
+		put_printable(&l, value, 60);
+		bs_line_str(&l, "]: ");
+		bs_line_str(&l, why);
+		bs_line_str(&l, "; section ignored");
+		bs_line_emit_fd(&l, 2);
+		return;
 	} else if (value && !line) {
 		bs_line_str(&l, "=");
 	} else {
@@ -93,22 +101,9 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	bs_line_emit_fd(&l, 2);
 }
 
-/* HOST:PORT with a port of 1-65535; an IPv6 host in brackets. */
-static int valid_dest(const char *s)
-{
-	const char *colon = strrchr(s, ':');
-	if (!colon || colon == s || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
-		return 0;
-	long port = strtol(colon + 1, NULL, 10);
-	if (strlen(colon + 1) > 5 || port < 1 || port > 65535)
-		return 0;
-	size_t hlen = (size_t)(colon - s);
-	if (s[0] == '[')
-		return hlen > 2 && s[hlen - 1] == ']' && !memchr(s + 1, ']', hlen - 2);
-	return !memchr(s, ':', hlen) && !memchr(s, ']', hlen);
-}
-
-static void print_sources(const struct bs_config *c, const char *dest)
+/* Where the settings come from; returns the ones that apply to dest. */
+static const struct bs_config *print_sources(const struct bs_config *c,
+					     const struct bs_cli_dest *dest)
 {
 	const char *file = get_env("BACKOFFSHIM_CONFIG");
 	printf("config file: ");
@@ -129,14 +124,17 @@ static void print_sources(const struct bs_config *c, const char *dest)
 	if (n)
 		putchar('\n');
 	if (g_problems)
-		printf("problems: %u (printed on stderr; each bad value or line was ignored)\n",
-		       g_problems);
+		printf("problems: %u (printed on stderr; each bad value, line or section "
+		       "was ignored)\n", g_problems);
 	if (dest) {
-		printf("destination: %s (global [backoff] settings)\n", dest);
-		printf("  per-destination [dest ...] sections are not implemented yet: every\n"
-		       "  destination gets the global [backoff] settings\n");
+		const struct bs_rule *rule;
+		c = bs_cli_dest_config(c, dest, &rule);
+		bs_cli_dest_show(stdout, dest, rule);
+	} else {
+		bs_cli_rules_show(stdout, c);
 	}
 	bs_cli_show_config(stdout, c);
+	return c;
 }
 
 static void print_rows(const struct bs_config *c, uint64_t seed, uint32_t n)
@@ -150,7 +148,8 @@ static void print_rows(const struct bs_config *c, uint64_t seed, uint32_t n)
 	printf("%7s  %-10s %-10s %-10s %s\n", "attempt", "wait", "min", "max", "total");
 	for (uint32_t k = 1; k <= n; k++) {
 		double u = bs_policy_unit(bs_mix64(seed + (uint64_t)(k - 1) * BS_GOLDEN));
-		uint64_t d = bs_policy_wait(p, k, prev, u);
+		uint64_t d = p->kind == BS_POLICY_RESPONSIVE ? bs_responsive_up(p, prev, u)
+							     : bs_policy_wait(p, k, prev, u);
 		const char *stop = NULL;
 		if (d == BS_STOP)
 			stop = p->kind == BS_POLICY_OFF
@@ -196,7 +195,10 @@ int bs_cmd_schedule(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *dest = NULL, *why;
+	static struct bs_rules rules;
+	struct bs_cli_dest dest;
+	int have_dest = 0;
+	const char *why;
 	uint64_t rows = 10, seed = 0;
 	int c, have_seed = 0;
 	opterr = 0;
@@ -208,10 +210,11 @@ int bs_cmd_schedule(int argc, char **argv)
 			g_config = optarg;
 			break;
 		case 'd':
-			if (!valid_dest(optarg))
+			if (bs_cli_dest_parse(optarg, &dest))
 				return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
-						    "127.0.0.1:5432 or [::1]:6379", optarg);
-			dest = optarg;
+						    "127.0.0.1:5432, [::1]:6379, db.internal:5432 "
+						    "or unix:/run/app.sock", optarg);
+			have_dest = 1;
 			break;
 		case 'n':
 			if (bs_parse_uint(optarg, MAX_ROWS, &rows, &why))
@@ -233,12 +236,12 @@ int bs_cmd_schedule(int argc, char **argv)
 	if (optind < argc)
 		return bs_cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
 
-	struct bs_config cfg;
-	bs_config_load(&cfg, get_env, report, NULL);
-	print_sources(&cfg, dest);
+	struct bs_config all;
+	bs_config_load_rules(&all, &rules, get_env, report, NULL);
+	const struct bs_config *cfg = print_sources(&all, have_dest ? &dest : NULL);
 	const char *how = "--seed";
-	if (!have_seed && cfg.seed_set) {
-		seed = cfg.seed;
+	if (!have_seed && cfg->seed_set) {
+		seed = cfg->seed;
 		how = "the configured seed";
 	} else if (!have_seed) {
 		seed = random_seed();
@@ -246,6 +249,6 @@ int bs_cmd_schedule(int argc, char **argv)
 	}
 	printf("seed: %llu (%s)\n", (unsigned long long)seed, how);
 	if (rows)
-		print_rows(&cfg, seed, (uint32_t)rows);
+		print_rows(cfg, seed, (uint32_t)rows);
 	return 0;
 }

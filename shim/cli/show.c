@@ -2,7 +2,9 @@
 #include "cli.h"
 #include "errname.h"
 
-static const char *const policy_names[] = {"grpc", "list", "exponential", "off"};
+/* by enum bs_policy_kind */
+static const char *const policy_names[] = {"grpc", "list", "exponential", "off",
+					   "responsive"};
 static const char *const jmode_names[] = {"proportional", "full", "equal", "decorrelated"};
 static const char *const nb_names[] = {"retry", "pace", "off"};
 
@@ -20,6 +22,9 @@ static const char *describe(const struct bs_policy *p)
 		return "no jitter; stops once a wait would reach max_backoff";
 	case BS_POLICY_OFF:
 		return "pass-through: a failed connect is returned at once";
+	case BS_POLICY_RESPONSIVE:
+		return "adaptive pacing: every connect waits the destination's current "
+		       "interval, which failures raise and successes lower";
 	}
 	switch (p->jitter_mode) {
 	case BS_JITTER_FULL:
@@ -36,7 +41,7 @@ static void key_dur(FILE *f, const char *key, uint64_t ns, const char *note)
 {
 	char b[32];
 	bs_cli_dur(ns, b, sizeof b);
-	fprintf(f, "  %-19s = %s%s\n", key, b, note);
+	fprintf(f, "  %-20s = %s%s\n", key, b, note);
 }
 
 static void key_delays(FILE *f, const struct bs_policy *p)
@@ -44,7 +49,7 @@ static void key_delays(FILE *f, const struct bs_policy *p)
 	const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
 	uint32_t n = p->ndelays ? p->ndelays : 10;
 	char b[32];
-	fprintf(f, "  %-19s = ", "delays");
+	fprintf(f, "  %-20s = ", "delays");
 	for (uint32_t i = 0; i < n; i++) {
 		bs_cli_dur(l[i], b, sizeof b);
 		fprintf(f, "%s%s", i ? ", " : "", b);
@@ -55,7 +60,7 @@ static void key_delays(FILE *f, const struct bs_policy *p)
 static void key_errs(FILE *f, const struct bs_config *c)
 {
 	int any = 0;
-	fprintf(f, "  %-19s = ", "retry_on");
+	fprintf(f, "  %-20s = ", "retry_on");
 	for (int e = 1; e < 64 * BS_ERRSET_WORDS; e++) {
 		if (!bs_config_retries(c, e))
 			continue;
@@ -72,15 +77,15 @@ static void key_errs(FILE *f, const struct bs_config *c)
 void bs_cli_show_config(FILE *f, const struct bs_config *c)
 {
 	const struct bs_policy *p = &c->policy;
-	fprintf(f, "policy: %s (%s)\n", name_of(policy_names, 4, p->kind), describe(p));
+	fprintf(f, "policy: %s (%s)\n", name_of(policy_names, 5, p->kind), describe(p));
 	switch (p->kind) {
 	case BS_POLICY_GRPC:
 		key_dur(f, "initial_backoff", p->initial_backoff, "");
 		if (p->jitter_mode != BS_JITTER_DECORRELATED)
-			fprintf(f, "  %-19s = %g\n", "multiplier", p->multiplier);
+			fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
 		if (p->jitter_mode == BS_JITTER_PROPORTIONAL)
-			fprintf(f, "  %-19s = %g\n", "jitter", p->jitter);
-		fprintf(f, "  %-19s = %s\n", "jitter_mode", name_of(jmode_names, 4, p->jitter_mode));
+			fprintf(f, "  %-20s = %g\n", "jitter", p->jitter);
+		fprintf(f, "  %-20s = %s\n", "jitter_mode", name_of(jmode_names, 4, p->jitter_mode));
 		key_dur(f, "max_backoff", p->max_backoff, "");
 		break;
 	case BS_POLICY_LIST:
@@ -88,27 +93,37 @@ void bs_cli_show_config(FILE *f, const struct bs_config *c)
 		break;
 	case BS_POLICY_EXPONENTIAL:
 		key_dur(f, "initial_backoff", p->initial_backoff, "");
-		fprintf(f, "  %-19s = %g\n", "multiplier", p->multiplier);
+		fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
 		key_dur(f, "max_backoff", p->max_backoff,
 			" (a wait that would reach it ends the retries)");
+		break;
+	case BS_POLICY_RESPONSIVE:
+		key_dur(f, "initial_backoff", p->initial_backoff, "");
+		key_dur(f, "max_backoff", p->max_backoff, "");
+		fprintf(f, "  %-20s = %g\n", "up_multiplier", p->up_multiplier);
+		fprintf(f, "  %-20s = %g\n", "down_multiplier", p->down_multiplier);
+		fprintf(f, "  %-20s = %u (consecutive successes per step down)\n",
+			"down_threshold", p->down_threshold);
+		fprintf(f, "  %-20s = %g\n", "randomization_factor", p->randomization_factor);
+		key_dur(f, "max_randomization", p->max_randomization, "");
 		break;
 	}
 	if (p->kind != BS_POLICY_OFF) {
 		key_dur(f, "min_connect_timeout", p->min_connect_timeout,
 			" (least time a retried attempt gets)");
 		if (c->max_attempts)
-			fprintf(f, "  %-19s = %u (per connect() call)\n", "max_attempts", c->max_attempts);
+			fprintf(f, "  %-20s = %u (per connect() call)\n", "max_attempts", c->max_attempts);
 		else
-			fprintf(f, "  %-19s = 0 (unlimited)\n", "max_attempts");
+			fprintf(f, "  %-20s = 0 (unlimited)\n", "max_attempts");
 		key_dur(f, "max_elapsed", c->max_elapsed,
 			c->max_elapsed ? " (per connect() call)" : " (unlimited)");
 		key_errs(f, c);
-		fprintf(f, "  %-19s = %s\n", "nonblocking", name_of(nb_names, 3, c->nonblocking));
+		fprintf(f, "  %-20s = %s\n", "nonblocking", name_of(nb_names, 3, c->nonblocking));
 		key_dur(f, "healthy_after", c->healthy_after, "");
-		fprintf(f, "  %-19s = %s\n", "unix", c->unix_sockets ? "on" : "off");
+		fprintf(f, "  %-20s = %s\n", "unix", c->unix_sockets ? "on" : "off");
 	}
 	if (c->disable)
-		fprintf(f, "  %-19s = on (the shim is a pure pass-through: nothing below happens)\n",
+		fprintf(f, "  %-20s = on (the shim is a pure pass-through: nothing below happens)\n",
 			"disable");
 }
 
@@ -117,10 +132,14 @@ static uint64_t min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+static uint64_t dbl_ns(double v)
+{
+	return !(v > 0.0) ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
+}
+
 static uint64_t scale(uint64_t b, double f)
 {
-	double v = (double)b * f;
-	return v <= 0.0 ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
+	return dbl_ns((double)b * f);
 }
 
 void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
@@ -142,6 +161,16 @@ void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t pr
 	case BS_POLICY_OFF:
 		*lo = *hi = 0;
 		return;
+	case BS_POLICY_RESPONSIVE: { /* prev is the current interval */
+		double v = (double)prev * p->up_multiplier, r = v * p->randomization_factor;
+		if (r > (double)p->max_randomization)
+			r = (double)p->max_randomization;
+		*lo = prev ? dbl_ns(v - r) : p->initial_backoff;
+		*hi = prev ? dbl_ns(v + r) : p->initial_backoff;
+		*lo = min64(*lo, p->max_backoff);
+		*hi = min64(*hi, p->max_backoff);
+		return;
+	}
 	}
 	b = bs_policy_backoff(p, failures);
 	switch (p->jitter_mode) {

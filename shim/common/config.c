@@ -231,7 +231,8 @@ static char *reader(char *str, int num, void *stream)
 			x->dest = -1;
 			if (!strncasecmp(s, "[dest ", 6)) {
 				char spec[200];
-				size_t n = (size_t)(strchr(s, ']') - (s + 6));
+				/* the last ']' closes it: [dest [::1]:6379] */
+				size_t n = (size_t)(strrchr(s, ']') - (s + 6));
 				memcpy(spec, s + 6, n);
 				spec[n] = '\0';
 				x->dest = bs_dest_begin(x->c, spec, x->origin, x->line, x->report,

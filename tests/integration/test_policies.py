@@ -105,6 +105,10 @@ def test_responsive_paces_successes_too():
             p.stdin.write("\n")
             p.stdin.flush()
             check(p.stdout.readline().strip() == "done", "phase 2 did not finish")
+            import time
+            end = time.monotonic() + 2  # the accept thread records the last one
+            while len(srv.accepts) < 4 and time.monotonic() < end:
+                srv.thread.join(0.01)
             acc = list(srv.accepts)
         out, err = p.communicate(timeout=10)
     finally:

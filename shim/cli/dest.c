@@ -1,0 +1,178 @@
+/* dest: schedule --dest, a destination as the library would see it, and the
+ * [dest ...] section (or the global settings) that applies to it. */
+#include "cli.h"
+#include "addr.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#define MAX_KEYS 16
+
+/* What the name resolved to, for name_has() (the library asks its
+ * getaddrinfo() records the same question). */
+static uint64_t g_name;
+static uint64_t g_keys[MAX_KEYS];
+static unsigned g_nkeys;
+static int g_unresolved; /* a name that does not resolve here */
+
+static int name_has(uint64_t name, uint64_t key)
+{
+	if (!g_name || name != g_name)
+		return 0;
+	if (g_unresolved)
+		return 1; /* preview the name's section anyway */
+	for (unsigned i = 0; i < g_nkeys; i++)
+		if (g_keys[i] == key)
+			return 1;
+	return 0;
+}
+
+static int parse_port(const char *s, unsigned *port)
+{
+	if (!*s || strlen(s) > 5 || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	long p = strtol(s, NULL, 10);
+	if (p < 1 || p > 65535)
+		return -1;
+	*port = (unsigned)p;
+	return 0;
+}
+
+static int set_unix(struct bs_cli_dest *d, const char *path)
+{
+	struct sockaddr_un *un = (struct sockaddr_un *)&d->ss;
+	if (!*path || strlen(path) >= sizeof un->sun_path)
+		return -1;
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path, path, strlen(path) + 1);
+	d->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1);
+	return 0;
+}
+
+static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
+	char serv[8];
+	snprintf(serv, sizeof serv, "%u", port);
+	g_name = bs_name_hash(host, (unsigned)strlen(host));
+	if (getaddrinfo(host, serv, &hints, &res) != 0) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&d->ss; /* 0.0.0.0:port */
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		d->len = sizeof *in;
+		g_unresolved = 1;
+		return;
+	}
+	for (struct addrinfo *a = res; a; a = a->ai_next) {
+		if (a == res) {
+			memcpy(&d->ss, a->ai_addr, a->ai_addrlen);
+			d->len = a->ai_addrlen;
+		}
+		uint64_t k = bs_addr_key(a->ai_addr, a->ai_addrlen);
+		if (k && g_nkeys < MAX_KEYS)
+			g_keys[g_nkeys++] = k;
+	}
+	freeaddrinfo(res);
+	d->resolved = 1;
+}
+
+int bs_cli_dest_parse(const char *text, struct bs_cli_dest *d)
+{
+	memset(d, 0, sizeof *d);
+	d->text = text;
+	if (strncmp(text, "unix:", 5) == 0)
+		return set_unix(d, text + 5);
+	const char *colon = strrchr(text, ':');
+	unsigned port;
+	if (!colon || colon == text || parse_port(colon + 1, &port))
+		return -1;
+	size_t hlen = (size_t)(colon - text);
+	char host[256];
+	if (text[0] == '[') { /* [v6]:port */
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&d->ss;
+		if (hlen < 3 || text[hlen - 1] != ']' || hlen - 2 >= sizeof host)
+			return -1;
+		memcpy(host, text + 1, hlen - 2);
+		host[hlen - 2] = '\0';
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			return -1;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		d->len = sizeof *in6;
+		return 0;
+	}
+	if (hlen >= sizeof host || memchr(text, ':', hlen) || memchr(text, ']', hlen))
+		return -1;
+	memcpy(host, text, hlen);
+	host[hlen] = '\0';
+	struct sockaddr_in *in = (struct sockaddr_in *)&d->ss;
+	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		d->len = sizeof *in;
+		return 0;
+	}
+	d->is_name = 1;
+	resolve(d, host, port);
+	return 0;
+}
+
+const struct bs_config *bs_cli_dest_config(const struct bs_config *c,
+					   const struct bs_cli_dest *d,
+					   const struct bs_rule **rule)
+{
+	const struct bs_config *r = bs_config_for(c, (const struct sockaddr *)&d->ss, d->len,
+						  name_has);
+	*rule = NULL;
+	for (unsigned i = 0; c->rules && i < c->rules->n; i++)
+		if (r == &c->rules->r[i].cfg)
+			*rule = &c->rules->r[i];
+	return r;
+}
+
+static void where(FILE *f, const struct bs_rule *r)
+{
+	bs_cli_printable(f, r->origin, 200);
+	if (r->line)
+		fprintf(f, ":%u", r->line);
+}
+
+void bs_cli_dest_show(FILE *f, const struct bs_cli_dest *d, const struct bs_rule *rule)
+{
+	char a[128];
+	fputs("destination: ", f);
+	bs_cli_printable(f, d->text, 120);
+	if (d->is_name) {
+		bs_addr_format((const struct sockaddr *)&d->ss, d->len, a, sizeof a);
+		if (d->resolved)
+			fprintf(f, " (resolves to %s%s)", a, g_nkeys > 1 ? " and more" : "");
+		else
+			fputs(" (does not resolve here: only its name and *:port sections are judged)",
+			      f);
+	}
+	if (rule) {
+		fprintf(f, "\n  settings: [dest %s] (", rule->text);
+		where(f, rule);
+		fputs(") over the global [backoff] ones\n", f);
+	} else {
+		fputs("\n  settings: the global [backoff] ones (no [dest ...] section matches)\n", f);
+	}
+}
+
+void bs_cli_rules_show(FILE *f, const struct bs_config *c)
+{
+	if (!c->rules || !c->rules->n)
+		return;
+	fputs("destination sections (preview one with --dest ADDR:PORT):\n", f);
+	for (unsigned i = 0; i < c->rules->n; i++) {
+		const struct bs_rule *r = &c->rules->r[i];
+		fprintf(f, "  [dest %s] (", r->text);
+		where(f, r);
+		fputs(")\n", f);
+	}
+	fputs("settings below: the global [backoff] ones\n", f);
+}

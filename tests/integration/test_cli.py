@@ -1,0 +1,170 @@
+"""The backoffshim command: run (exec with the shim preloaded, end to end
+against a late server), --help/--version, and make install (issue #4).
+schedule and check-config: test_cli_config.py."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from cli_helpers import CLI, GOOD_INI, cli_env
+from lib import (ROOT, SO, base_env, check, check_gaps, finish, free_port, late_server_run,
+                 prog, run, spawn)
+
+
+# --- run ---------------------------------------------------------------
+
+def test_run_rides_out_a_late_server():
+    port = free_port()
+    cmd = [CLI, "run", "--initial-backoff", "50ms", "--max-backoff", "400ms",
+           "--multiplier", "1.6", "--jitter", "0.2", "--max-elapsed", "20s", "--",
+           prog("legacy_client"), "127.0.0.1", str(port)]
+    rc, out, err, gaps = late_server_run(cmd, cli_env(), port)
+    check(rc == 0, "rc=%d err=%r" % (rc, err[-600:]))
+    check("server says: hello" in out, "no greeting: %r" % out)
+    check_gaps(gaps, "backoffshim run")
+    check(re.search(r"backoffshim\[\d+\]: connect 127\.0\.0\.1:%d: .*next attempt in" % port, err),
+          "no wait lines from the preloaded shim: %r" % err[-600:])
+
+
+def test_run_without_a_server_gives_up_with_the_programs_exit_code():
+    port = free_port()
+    rc, out, err = run([CLI, "run", "--initial-backoff", "20ms", "--max-attempts", "3",
+                        "--", prog("legacy_client"), "127.0.0.1", str(port)], cli_env())
+    check(rc == 1, "legacy_client's own failure code expected: rc=%d err=%r" % (rc, err))
+    check("giving up after 3 attempts" in err and "Connection refused" in err,
+          "budget not applied: %r" % err)
+
+
+def test_run_propagates_exit_code():
+    for code in (0, 7, 255):
+        rc, out, err = run([CLI, "run", "--", "sh", "-c", "exit %d" % code], cli_env())
+        check(rc == code, "exit %d came back as %d (%r)" % (code, rc, err))
+
+
+def test_run_execs_in_place():
+    p = spawn([CLI, "run", "--", "sh", "-c", "echo $$; grep -c libbackoffshim /proc/$$/maps"],
+              cli_env())
+    rc, out, err = finish(p, 10)
+    lines = out.split()
+    check(rc == 0 and lines[0] == str(p.pid),
+          "sh runs as pid %r, backoffshim was %d (a fork?): %r" % (lines[:1], p.pid, err))
+    check(int(lines[1]) > 0, "library not mapped in the command: %r" % out)
+
+
+def test_run_appends_to_ld_preload():
+    show = ["sh", "-c", 'echo "$LD_PRELOAD"; grep -c -e libbackoffshim -e libm /proc/$$/maps']
+    rc, out, err = run([CLI, "run", "--"] + show, cli_env(LD_PRELOAD="libm.so.6"))
+    check(rc == 0, "rc=%d err=%r" % (rc, err))
+    lines = out.splitlines()
+    check(lines[0] == "libm.so.6:" + os.path.realpath(SO), "LD_PRELOAD=%r" % lines[0])
+    rc, out, err = run([CLI, "run", "--", "sh", "-c", 'echo "$LD_PRELOAD"'], cli_env())
+    check(out.strip() == os.path.realpath(SO), "alone: LD_PRELOAD=%r" % out)
+    # already preloaded: not a second copy
+    rc, out, err = run([CLI, "run", "--", "sh", "-c", 'echo "$LD_PRELOAD"'],
+                       cli_env(LD_PRELOAD="libm.so.6 " + SO))
+    check(out.strip() == "libm.so.6 " + SO, "shim preloaded twice: %r" % out)
+
+
+def test_run_options_set_the_variables():
+    cmd = [CLI, "run", "--initial-backoff", "250ms", "--max-backoff=30s", "--multiplier", "2",
+           "--jitter", "0.1", "--max-elapsed", "1m", "--max-attempts", "5", "--policy",
+           "exponential", "--config", "config/backoffshim.ini", "--pace", "--log", "debug",
+           "--", "sh", "-c", "env | grep ^BACKOFFSHIM_ | sort"]
+    p = spawn(cmd, base_env(BACKOFFSHIM_MAX_BACKOFF="1h"), cwd=ROOT)
+    rc, out, err = finish(p, 10)
+    check(rc == 0, "rc=%d err=%r" % (rc, err))
+    got = dict(l.split("=", 1) for l in out.splitlines())
+    want = {"INITIAL_BACKOFF": "250ms", "MAX_BACKOFF": "30s", "MULTIPLIER": "2",
+            "JITTER": "0.1", "MAX_ELAPSED": "1m", "MAX_ATTEMPTS": "5", "POLICY": "exponential",
+            "CONFIG": GOOD_INI, "NONBLOCKING": "pace", "LOG": "debug"}
+    want = {"BACKOFFSHIM_" + k: v for k, v in want.items()}
+    check(got == want, "variables: %r" % got)
+
+
+def test_run_usage_errors():
+    cases = [
+        (["--jitter", "1.5", "--", "true"], "--jitter '1.5': must be between 0 and 1"),
+        (["--initial-backoff", "2 weeks", "--", "true"], "unknown unit"),
+        (["--max-attempts", "-1", "--", "true"], "must not be negative"),
+        (["--policy", "bogus", "--", "true"], "not one of grpc"),
+        (["--log", "loud", "--", "true"], "not one of off"),
+        (["--config", "/nonexistent.ini", "--", "true"], "/nonexistent.ini"),
+        (["--bogus", "--", "true"], "unknown option '--bogus'"),
+        (["--jitter"], "needs a value"),
+        ([], "missing the command"),
+        (["--"], "missing the command"),
+    ]
+    for args, what in cases:
+        rc, out, err = run([CLI, "run"] + args, cli_env())
+        check(rc == 2, "%r: rc=%d, expected 2" % (args, rc))
+        check(what in err and "backoffshim run --help" in err, "%r: stderr %r" % (args, err))
+        check(out == "", "%r: stdout %r" % (args, out))
+    rc, out, err = run([CLI, "run", "--", "/nonexistent/cmd"], cli_env())
+    check(rc == 127 and "cannot run '/nonexistent/cmd'" in err, "rc=%d err=%r" % (rc, err))
+
+
+# --- help, version -------------------------------------------------------
+
+def test_help_and_version():
+    rc, out, err = run([CLI, "--version"], cli_env())
+    check(rc == 0 and out == "backoffshim 0.3.0\n", "version: %r" % out)
+    for sub in (None, "run", "schedule", "check-config"):
+        args = [CLI] + ([sub] if sub else []) + ["--help"]
+        rc, out, err = run(args, cli_env())
+        want = "Usage: backoffshim " + (sub or "COMMAND")
+        check(rc == 0 and out.startswith(want) and err == "", "%r: rc=%d %r" % (args, rc, out))
+        check("\x1b" not in out, "colour codes in %r" % args)
+    rc, out, err = run([CLI, "help", "schedule"], cli_env())
+    check(rc == 0 and out.startswith("Usage: backoffshim schedule"), out)
+    for args in ([], ["frobnicate"], ["--bogus"]):
+        rc, out, err = run([CLI] + args, cli_env())
+        check(rc == 2 and "backoffshim --help" in err and out == "", "%r: %d %r" % (args, rc, err))
+
+
+# --- make install --------------------------------------------------------
+
+def _make_install(build, **vars):
+    cmd = ["make", "-s", "install", "BUILD=" + build] + ["%s=%s" % kv for kv in vars.items()]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0, "%s failed: %s" % (" ".join(cmd), r.stderr[-1500:]))
+
+
+def test_make_install_destdir_prefix():
+    tmp = tempfile.mkdtemp()
+    try:
+        # A build directory of its own: the shared build/ keeps its PREFIX.
+        build = os.path.join(tmp, "build")
+        _make_install(build, DESTDIR=os.path.join(tmp, "dest"), PREFIX="/usr")
+        usr = os.path.join(tmp, "dest", "usr")
+        binary = os.path.join(usr, "bin", "backoffshim")
+        lib = os.path.join(usr, "lib", "libbackoffshim.so")
+        ini = os.path.join(usr, "share", "backoffshim", "backoffshim.ini")
+        for f in (binary, lib, ini):
+            check(os.path.isfile(f), "%s not installed" % f)
+        check(os.access(binary, os.X_OK), "binary not executable")
+        with open(ini) as a, open(GOOD_INI) as b:
+            check(a.read() == b.read(), "installed config differs")
+        # The installed command finds the installed library (bin/../lib).
+        rc, out, err = run([binary, "run", "--", "sh", "-c", 'echo "$LD_PRELOAD"'], cli_env())
+        check(rc == 0 and out.strip() == os.path.realpath(lib), "rc=%d out=%r err=%r"
+              % (rc, out, err))
+        rc, out, err = run([binary, "check-config", ini], cli_env())
+        check(rc == 0, "installed example config: %r" % out)
+        # Alone, with nothing at the compiled-in /usr/lib: a clear error.
+        alone = os.path.join(tmp, "alone", "backoffshim")
+        os.makedirs(os.path.dirname(alone))
+        shutil.copy(binary, alone)
+        if not os.path.exists("/usr/lib/libbackoffshim.so"):
+            rc, out, err = run([alone, "run", "--", "true"], cli_env())
+            check(rc == 125 and "cannot find libbackoffshim.so" in err and
+                  "/usr/lib/libbackoffshim.so" in err, "rc=%d err=%r" % (rc, err))
+        # PREFIX is compiled in: a copy elsewhere finds PREFIX/lib.
+        pfx = os.path.join(tmp, "pfx")
+        _make_install(build, PREFIX=pfx)
+        shutil.copy(os.path.join(pfx, "bin", "backoffshim"), alone)
+        rc, out, err = run([alone, "run", "--", "sh", "-c", 'echo "$LD_PRELOAD"'], cli_env())
+        want = os.path.realpath(os.path.join(pfx, "lib", "libbackoffshim.so"))
+        check(rc == 0 and out.strip() == want, "rc=%d out=%r err=%r" % (rc, out, err))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
