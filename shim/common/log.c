@@ -2,15 +2,36 @@
 #include "log.h"
 
 #include <errno.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static enum bs_level g_level = BS_LOG_INFO;
 static int g_fd = -1;
+static dev_t g_dev;
+static ino_t g_ino;
+static int g_known; /* the target's identity was recorded */
 
 void bs_log_setup(enum bs_level level, int fd)
 {
+	struct stat st;
 	g_level = level;
 	g_fd = fd;
+	g_known = fstat(fd >= 0 ? fd : 2, &st) == 0;
+	if (g_known) {
+		g_dev = st.st_dev;
+		g_ino = st.st_ino;
+	}
+}
+
+/* Still the file we were set up with? A program that closed stderr may have
+ * reused fd 2 for a socket of its own: a log line must never land there. */
+static int same_target(int fd)
+{
+	struct stat st;
+	if (!g_known || syscall(SYS_fstat, fd, &st) != 0)
+		return !g_known;
+	return st.st_dev == g_dev && st.st_ino == g_ino;
 }
 
 int bs_log_enabled(enum bs_level level)
@@ -69,9 +90,9 @@ void bs_line_emit_fd(struct bs_line *l, int fd)
 {
 	int saved = errno;
 	l->buf[l->n++] = '\n'; /* room is always kept for it */
-	ssize_t r;
-	do
-		r = write(fd, l->buf, l->n);
+	long r;
+	do /* the raw call: never the shim's own write() wrapper */
+		r = syscall(SYS_write, fd, l->buf, l->n);
 	while (r < 0 && errno == EINTR);
 	l->n--;
 	errno = saved;
@@ -79,6 +100,7 @@ void bs_line_emit_fd(struct bs_line *l, int fd)
 
 void bs_line_emit(struct bs_line *l, enum bs_level level)
 {
-	if (bs_log_enabled(level))
-		bs_line_emit_fd(l, g_fd >= 0 ? g_fd : 2);
+	int fd = g_fd >= 0 ? g_fd : 2;
+	if (bs_log_enabled(level) && same_target(fd))
+		bs_line_emit_fd(l, fd);
 }

@@ -108,11 +108,9 @@ static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 }
 
 /* Our probe: the attempt itself, then the outcome published. */
-static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, int *done)
+static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64_t delay,
+		 int *done)
 {
-	uint32_t f = bs_state_failures(s);
-	(void)f;
-	uint64_t delay = bs_next_wait(c->cfg, c->e, s);
 	uint64_t shim_end = now + bs_policy_attempt_timeout(&c->cfg->policy,
 							    delay == BS_STOP ? 0 : delay);
 	uint64_t end = min64(shim_end, min64(c->budget_end, c->prog_end));
@@ -236,16 +234,21 @@ static int retry_loop(struct call *c)
 			}
 			continue;
 		}
-		uint64_t mine = bs_probe_make(now + c->cfg->policy.min_connect_timeout +
-						      2 * c->cfg->policy.max_backoff + PROBE_GRACE,
-					      c->tid);
+		/* the probe goes stale when the attempt must be over: a thread
+		 * that vanished mid-attempt blocks the others no longer */
+		uint64_t delay = bs_next_wait(c->cfg, c->e, s);
+		uint64_t mine = bs_probe_make(
+			now + PROBE_GRACE +
+				bs_policy_attempt_timeout(&c->cfg->policy,
+							  delay == BS_STOP ? 0 : delay),
+			c->tid);
 		if (!bs_probe_take(c->e, p, mine))
 			continue;
 		if (atomic_load(&c->e->state) != s) {
 			bs_probe_release(c->e, mine);
 			continue;
 		}
-		int done, r = probe(c, s, now, mine, &done);
+		int done, r = probe(c, s, now, mine, delay, &done);
 		if (done)
 			return r;
 	}
@@ -284,6 +287,8 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		}
 	} else if (!bs_sock_is_blocking_stream(fd)) {
 		errno = saved;
+		if (!bs_sock_is_stream(fd)) /* a UDP connect sends nothing: never paced */
+			return bs_real_connect(fd, addr, len);
 		return bs_nb_connect(cfg, fd, addr, len, key);
 	}
 
@@ -292,7 +297,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		.tid = bs_gettid(), .budget_end = BS_NEVER, .prog_end = BS_NEVER,
 	};
 	c.start = t0 ? t0 : bs_now();
-	c.fallback = bs_res_has_alternative(bs_res(), key, c.start, BS_RES_HORIZON);
+	c.fallback = bs_res_has_alternative(bs_res(), key, c.start, BS_RES_FALLBACK);
 	if (cfg->max_elapsed)
 		c.budget_end = c.start + cfg->max_elapsed;
 	c.prog_has_tv = bs_sock_sndtimeo(fd, &c.prog_tv);

@@ -101,7 +101,11 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	int bad = r == 0 || (r < 0 && (err == ECONNRESET || err == ETIMEDOUT ||
 				       err == EPIPE || err == ECONNREFUSED));
-	if (r > 0 || bad) {
+	if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
+		/* lived long enough: healthy, whatever ends it now */
+		bs_dest_healthy(d.key);
+		bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
+	} else if (r > 0 || bad) {
 		int stream = sock_type(fd) == SOCK_STREAM;
 		if (!bs_io_same_peer(fd, d.key)) {
 			bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
@@ -115,9 +119,6 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 			if (stream)
 				bs_fd_clear(bs_fds(), fd);
 		}
-	} else if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
-		bs_dest_healthy(d.key);
-		bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
 	}
 	errno = err;
 	return r;
@@ -130,7 +131,7 @@ static int send_error(int err)
 }
 
 /* A datagram refused (ICMP port unreachable) on a connected UDP socket. */
-static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o)
+static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o, int saved)
 {
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof ss;
@@ -157,6 +158,7 @@ static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o)
 			if (bs_now() < next)
 				continue; /* woken early (signal, publish): re-check */
 		}
+		errno = saved;
 		ssize_t r = redo(o);
 		if (r >= 0 || errno != ECONNREFUSED)
 			return r;
@@ -165,8 +167,9 @@ static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o)
 	return errno = ECONNREFUSED, -1;
 }
 
-/* After a send-side call that failed, or on a connecting/probation fd. */
-static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
+/* After a send-side call that failed, or on a connecting/probation fd.
+ * `saved` is errno as the program had it before the call. */
+static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 {
 	int err = errno;
 	const struct bs_config *cfg = bs_active();
@@ -175,7 +178,7 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 		return errno = err, r;
 	if (st == BS_FD_NONE || !s) {
 		if (r < 0 && err == ECONNREFUSED)
-			return udp_refused(cfg, o);
+			return udp_refused(cfg, o, saved);
 		return errno = err, r;
 	}
 	if (st == BS_FD_CONNECTING) {
@@ -186,6 +189,7 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 		if (err == EAGAIN || err == EINTR || !bs_config_retries(cfg, err) ||
 		    (err = bs_nb_outcome(cfg, o->fd, err)) != 0)
 			return errno = err, -1;
+		errno = saved;
 		return redo(o); /* now connected: nothing was ever sent */
 	}
 	if (r >= 0) {
@@ -201,7 +205,7 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
 		if (sock_type(o->fd) != SOCK_STREAM)
-			return udp_refused(cfg, o);
+			return err == ECONNREFUSED ? udp_refused(cfg, o, saved) : (errno = err, r);
 		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);
 		bs_fd_clear(bs_fds(), o->fd);
 	}
@@ -213,13 +217,24 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 static int watch_read(int fd, unsigned *st)
 {
 	*st = bs_fd_state(bs_fds(), fd);
-	return *st == BS_FD_CONNECTING || *st == BS_FD_PROBATION;
+	return *st == BS_FD_CONNECTING || *st == BS_FD_PROBATION || *st == BS_FD_FAILED;
+}
+
+/* The shim read a failed connect's error away (poll): the program's next
+ * call gets it, as the kernel would have given it. */
+static ssize_t owed(int fd)
+{
+	int err = bs_fd_take_err(bs_fds(), fd);
+	errno = err ? err : ECONNREFUSED;
+	return -1;
 }
 
 #define READ_WRAP(call)                                                  \
 	unsigned st;                                                     \
 	if (!watch_read(fd, &st))                                        \
 		return call;                                             \
+	if (st == BS_FD_FAILED)                                          \
+		return owed(fd);                                         \
 	ssize_t r = call;                                                \
 	return read_done(fd, st, r)
 
@@ -232,24 +247,26 @@ API ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, sockl
 }
 API ssize_t recvmsg(int fd, struct msghdr *m, int f) { READ_WRAP(bs_real_recvmsg(fd, m, f)); }
 
-/* _FORTIFY_SOURCE builds call these instead; the size check is libc's. */
+/* _FORTIFY_SOURCE builds call these instead; a failed size check ends the
+ * program exactly as libc's own would. */
+extern void __chk_fail(void) __attribute__((noreturn));
 API ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
 {
 	if (n > bl)
-		__builtin_trap();
+		__chk_fail();
 	READ_WRAP(bs_real_read(fd, b, n));
 }
 API ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int f)
 {
 	if (n > bl)
-		__builtin_trap();
+		__chk_fail();
 	READ_WRAP(bs_real_recv(fd, b, n, f));
 }
 API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct sockaddr *a,
 			   socklen_t *al)
 {
 	if (n > bl)
-		__builtin_trap();
+		__chk_fail();
 	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al));
 }
 
@@ -257,12 +274,15 @@ API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct s
 
 #define SEND_WRAP(...)                                                   \
 	struct op o = {__VA_ARGS__};                                     \
+	int saved = errno;                                               \
 	unsigned st = bs_fd_state(bs_fds(), fd);                         \
+	if (st == BS_FD_FAILED)                                          \
+		return owed(fd);                                         \
 	ssize_t r = redo(&o);                                            \
 	if ((r >= 0 && (st == BS_FD_NONE || st == BS_FD_HEALTHY)) ||     \
 	    (r < 0 && st == BS_FD_NONE && errno != ECONNREFUSED))        \
 		return r;                                                \
-	return send_done(&o, st, r)
+	return send_done(&o, st, r, saved)
 
 API ssize_t write(int fd, const void *b, size_t n)
 {

@@ -63,9 +63,10 @@ int bs_nb_started(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		  socklen_t len, uint64_t key)
 {
+	int saved = errno;
 	uint64_t now = bs_now();
 	if (cfg->nonblocking == BS_NB_OFF ||
-	    bs_res_has_alternative(bs_res(), key, now, BS_RES_HORIZON))
+	    bs_res_has_alternative(bs_res(), key, now, BS_RES_FALLBACK))
 		goto go;
 	if (cfg->nonblocking == BS_NB_PACE) {
 		struct bs_entry *e = bs_table_find(bs_tab(), key);
@@ -81,6 +82,7 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 	}
 go:
 	now = bs_now();
+	errno = saved;
 	int r = bs_real_connect(fd, addr, len);
 	if (r == 0 || errno != EINPROGRESS) {
 		int err = errno;
@@ -116,7 +118,10 @@ static int reconnect(int fd, const struct sockaddr *addr, socklen_t len, uint64_
 		if (bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms) > 0) {
 			int err = 0;
 			socklen_t l = sizeof err;
-			syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &err, &l);
+			if (p.revents & POLLNVAL)
+				return EBADF;
+			if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &err, &l))
+				return errno;
 			return err;
 		}
 	}
@@ -153,7 +158,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		bs_fd_clear(bs_fds(), fd);
 		return err;
 	}
-	int fallback = bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_HORIZON);
+	int fallback = bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_FALLBACK);
 	bs_dest_failed_later(cfg, &d, t0, err, fallback);
 	if (cfg->nonblocking != BS_NB_RETRY || !d.addr || fallback) {
 		bs_fd_clear(bs_fds(), fd);
@@ -161,12 +166,16 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 	}
 	uint64_t end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
 	for (uint32_t n = 1; !cfg->max_attempts || n < cfg->max_attempts; n++) {
-		if (wait_due(d.key, end))
-			break;
-		uint64_t a0 = bs_now();
 		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
-		uint64_t s = e ? atomic_load(&e->state) : 0;
+		if (!e || bs_now() >= end || wait_due(d.key, end))
+			break; /* untracked (table full), or the budget is spent */
+		uint64_t a0 = bs_now();
+		uint64_t s = atomic_load(&e->state);
 		uint64_t delay = bs_next_wait(cfg, e, s);
+		if (delay == BS_STOP) {
+			bs_dest_failed(e, &d, s, a0, delay, err, 1);
+			break; /* the policy allows no more attempts */
+		}
 		uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy,
 							      delay == BS_STOP ? 0 : delay);
 		err = reconnect(fd, d.addr, d.len, lim < end ? lim : end);
@@ -176,10 +185,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		}
 		if (!bs_config_retries(cfg, err))
 			break;
-		if (e)
-			bs_dest_failed(e, &d, s, a0, delay, err, 0);
-		else
-			bs_dest_failed_later(cfg, &d, a0, err, 0);
+		bs_dest_failed(e, &d, s, a0, delay, err, 0);
 	}
 	bs_fd_clear(bs_fds(), fd);
 	if (bs_log_enabled(BS_LOG_ERROR)) {
@@ -194,6 +200,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
 		    const struct sockaddr *addr, socklen_t len)
 {
+	int saved = errno;
 	uint64_t key = bs_addr_key(addr, len), now = bs_now();
 	cfg = bs_cfg_for(cfg, addr, len);
 	if (cfg->policy.kind == BS_POLICY_OFF)
@@ -202,7 +209,8 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 	if (e && !bs_state_open(atomic_load(&e->state))) {
 		long fl = syscall(SYS_fcntl, fd, F_GETFL);
 		int nb = fl >= 0 && (fl & O_NONBLOCK);
-		if ((nb && cfg->nonblocking == BS_NB_PACE) ||
+		int due = now >= bs_state_next_at(atomic_load(&e->state));
+		if ((nb && cfg->nonblocking == BS_NB_PACE && !due) ||
 		    (!(nb && cfg->nonblocking == BS_NB_OFF) &&
 		     wait_due(key, cfg->max_elapsed ? now + cfg->max_elapsed : BS_NEVER))) {
 			errno = last_err_of(key);
@@ -210,6 +218,7 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		}
 	}
 	now = bs_now();
+	errno = saved;
 	ssize_t r = bs_real_sendto(fd, buf, n, flags, addr, len);
 	int err = errno;
 	if (key) {

@@ -7,6 +7,7 @@
  * and untracked fds are untouched: the cost is a scan of the returned set
  * while any socket is tracked.
  */
+#include "clock.h"
 #include "real.h"
 #include "shim.h"
 
@@ -27,6 +28,16 @@ static int fix(struct pollfd *fds, nfds_t n, int r)
 		struct pollfd *p = &fds[i];
 		if (!(p->revents & (POLLERR | POLLHUP)) ||
 		    bs_fd_state(bs_fds(), p->fd) != BS_FD_CONNECTING)
+			continue;
+		/* read the error away only if a retry will follow: the
+		 * destination is known, retry mode applies to it, and the
+		 * program has no other address of the name to go to */
+		struct bs_fdslot *sl = bs_fd_slot(bs_fds(), p->fd);
+		if (!sl->addrlen ||
+		    bs_cfg_for(cfg, (const struct sockaddr *)sl->addr, sl->addrlen)->nonblocking !=
+			    BS_NB_RETRY ||
+		    bs_res_has_alternative(bs_res(), atomic_load(&sl->key), bs_now(),
+					   BS_RES_FALLBACK))
 			continue;
 		int err = 0;
 		socklen_t l = sizeof err;
@@ -54,4 +65,22 @@ API int poll(struct pollfd *fds, nfds_t n, int timeout)
 API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
 	return fix(fds, n, bs_real_ppoll(fds, n, ts, mask));
+}
+
+/* _FORTIFY_SOURCE builds call these; the size check is libc's own. */
+extern void __chk_fail(void) __attribute__((noreturn));
+
+API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	if (fdslen / sizeof *fds < n)
+		__chk_fail();
+	return poll(fds, n, timeout);
+}
+
+API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		    const sigset_t *mask, size_t fdslen)
+{
+	if (fdslen / sizeof *fds < n)
+		__chk_fail();
+	return ppoll(fds, n, ts, mask);
 }

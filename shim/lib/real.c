@@ -55,6 +55,9 @@ typedef ssize_t (*sendmsg_t)(int, const struct msghdr *, int);
 typedef int (*poll_t)(struct pollfd *, nfds_t, int);
 typedef int (*ppoll_t)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 typedef int (*close_t)(int);
+typedef int (*socket_t)(int, int, int);
+typedef int (*accept_t)(int, struct sockaddr *, socklen_t *);
+typedef int (*accept4_t)(int, struct sockaddr *, socklen_t *, int);
 typedef int (*dup2_t)(int, int);
 typedef int (*dup3_t)(int, int, int);
 typedef int (*close_range_t)(unsigned, unsigned, int);
@@ -78,6 +81,9 @@ REAL(sendmsg, sendmsg_t)
 REAL(poll, poll_t)
 REAL(ppoll, ppoll_t)
 REAL(close, close_t)
+REAL(socket, socket_t)
+REAL(accept, accept_t)
+REAL(accept4, accept4_t)
 REAL(dup2, dup2_t)
 REAL(dup3, dup3_t)
 REAL(close_range, close_range_t)
@@ -174,6 +180,21 @@ int bs_real_close(int fd)
 	CALL(close, (int)syscall(SYS_close, fd), fd);
 }
 
+int bs_real_socket(int d, int t, int p)
+{
+	CALL(socket, (int)syscall(SYS_socket, d, t, p), d, t, p);
+}
+
+int bs_real_accept(int fd, struct sockaddr *a, socklen_t *l)
+{
+	CALL(accept, (int)syscall(SYS_accept, fd, a, l), fd, a, l);
+}
+
+int bs_real_accept4(int fd, struct sockaddr *a, socklen_t *l, int fl)
+{
+	CALL(accept4, (int)syscall(SYS_accept4, fd, a, l, fl), fd, a, l, fl);
+}
+
 int bs_real_dup2(int a, int b)
 {
 	CALL(dup2, (int)syscall(SYS_dup2, a, b), a, b);
@@ -216,6 +237,6 @@ void bs_real_resolve_all(void)
 {
 	get_connect(); get_getsockopt(); get_read(); get_readv(); get_recv();
 	get_recvfrom(); get_recvmsg(); get_write(); get_writev(); get_send();
-	get_sendto(); get_sendmsg(); get_poll(); get_ppoll(); get_close(); get_dup2(); get_dup3();
+	get_sendto(); get_sendmsg(); get_poll(); get_ppoll(); get_close(); get_socket(); get_accept(); get_accept4(); get_dup2(); get_dup3();
 	get_close_range(); get_closefrom(); get_getaddrinfo(); get_freeaddrinfo();
 }

@@ -35,6 +35,9 @@ int bs_real_poll(struct pollfd *fds, nfds_t n, int timeout);
 int bs_real_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		  const sigset_t *mask);
 int bs_real_close(int fd);
+int bs_real_socket(int domain, int type, int protocol);
+int bs_real_accept(int fd, struct sockaddr *addr, socklen_t *len);
+int bs_real_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
 int bs_real_dup2(int a, int b);
 int bs_real_dup3(int a, int b, int flags);
 int bs_real_close_range(unsigned first, unsigned last, int flags);

@@ -19,8 +19,12 @@
 #include "resolv.h"
 #include "table.h"
 
-/* How long a name resolution is remembered for multi-address fallback. */
+/* How long a name resolution is remembered: for [dest name:port] rules,
+ * and (a shorter window) for "the program has other addresses to try". A
+ * program walks its addresses right after resolving; one that keeps using
+ * the first address of an old resolution is paced per address. */
 #define BS_RES_HORIZON (30 * BS_NS_PER_SEC)
+#define BS_RES_FALLBACK (2 * BS_NS_PER_SEC)
 
 const struct bs_config *bs_active(void);
 /* The settings for one destination ([dest ...] rules), fast when none. */

@@ -21,6 +21,13 @@ static int sys_setsockopt(int fd, int lvl, int opt, const void *v, socklen_t l)
 	return (int)syscall(SYS_setsockopt, fd, lvl, opt, v, l);
 }
 
+int bs_sock_is_stream(int fd)
+{
+	int type = 0;
+	socklen_t l = sizeof type;
+	return sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+}
+
 int bs_sock_is_blocking_stream(int fd)
 {
 	int type = 0;

@@ -23,6 +23,8 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+/* 1 if fd is a SOCK_STREAM socket. */
+int bs_sock_is_stream(int fd);
 /* 1 if fd is a blocking SOCK_STREAM socket. */
 int bs_sock_is_blocking_stream(int fd);
 

@@ -1,0 +1,30 @@
+/* socket, accept, accept4: a new descriptor starts with a clean slot in the
+ * fd table, even if an earlier one with the same number was closed behind
+ * the shim's back (a raw syscall, fclose() of an fdopen()ed socket). One
+ * store when the slot is already clean. */
+#include "real.h"
+#include "shim.h"
+
+#define API __attribute__((visibility("default")))
+
+static int fresh(int fd)
+{
+	if (fd >= 0)
+		bs_fd_clear(bs_fds(), fd);
+	return fd;
+}
+
+API int socket(int domain, int type, int protocol)
+{
+	return fresh(bs_real_socket(domain, type, protocol));
+}
+
+API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return fresh(bs_real_accept(fd, addr, len));
+}
+
+API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	return fresh(bs_real_accept4(fd, addr, len, flags));
+}
