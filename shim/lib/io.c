@@ -274,13 +274,19 @@ API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct s
 
 #define SEND_WRAP(...)                                                   \
 	struct op o = {__VA_ARGS__};                                     \
-	int saved = errno;                                               \
 	unsigned st = bs_fd_state(bs_fds(), fd);                         \
+	if (st == BS_FD_NONE) { /* the hot path: the call, one check */  \
+		ssize_t r = redo(&o);                                    \
+		if (r >= 0 || errno != ECONNREFUSED)                     \
+			return r;                                        \
+		/* errno after a later success is unspecified (POSIX) */ \
+		return send_done(&o, st, r, ECONNREFUSED);               \
+	}                                                                \
 	if (st == BS_FD_FAILED)                                          \
 		return owed(fd);                                         \
+	int saved = errno;                                               \
 	ssize_t r = redo(&o);                                            \
-	if ((r >= 0 && (st == BS_FD_NONE || st == BS_FD_HEALTHY)) ||     \
-	    (r < 0 && st == BS_FD_NONE && errno != ECONNREFUSED))        \
+	if (r >= 0 && st == BS_FD_HEALTHY)                               \
 		return r;                                                \
 	return send_done(&o, st, r, saved)
 
