@@ -49,55 +49,14 @@ static const char *get_env(const char *name)
 	return getenv(name);
 }
 
-static void put_printable(struct bs_line *l, const char *s, size_t max)
-{
-	size_t i;
-	for (i = 0; s[i] && i < max; i++) {
-		char c = s[i];
-		bs_line_mem(l, (unsigned char)c < 0x20 || (unsigned char)c > 0x7e ? "?" : &c, 1);
-	}
-	if (s[i])
-		bs_line_str(l, "...");
-}
-
-/* The library's own wording (shim/lib/init.c), on stderr. */
+/* The library's own wording, on stderr. */
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
 	(void)ctx;
 	struct bs_line l;
 	g_problems++;
-	bs_line_start(&l);
-	bs_line_str(&l, "config: ");
-	put_printable(&l, origin, 200);
-	if (line) {
-		bs_line_str(&l, ":");
-		bs_line_u64(&l, line);
-	}
-	if (key) {
-		bs_line_str(&l, ": ");
-		put_printable(&l, key, 40);
-		bs_line_str(&l, " = ");
-	} else if (value && line) { /* a [dest ...] section header */
-		bs_line_str(&l, ": [dest ");
-		put_printable(&l, value, 60);
-		bs_line_str(&l, "]: ");
-		bs_line_str(&l, why);
-		bs_line_str(&l, "; section ignored");
-		bs_line_emit_fd(&l, 2);
-		return;
-	} else if (value && !line) {
-		bs_line_str(&l, "=");
-	} else {
-		bs_line_str(&l, ": ");
-	}
-	if (value) {
-		bs_line_str(&l, "\"");
-		put_printable(&l, value, 40);
-		bs_line_str(&l, "\": ");
-	}
-	bs_line_str(&l, why);
-	bs_line_str(&l, value ? "; value ignored" : line ? "; line ignored" : "; ignored");
+	bs_config_describe(&l, origin, line, key, value, why);
 	bs_line_emit_fd(&l, 2);
 }
 

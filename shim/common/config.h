@@ -119,6 +119,12 @@ void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
 
 int bs_config_retries(const struct bs_config *c, int err);
 
+/* One problem as the one stderr line the library prints for it:
+ * "backoffshim[PID]: config: FILE:LINE: key = "value": why; value ignored". */
+struct bs_line;
+void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
+			const char *key, const char *value, const char *why);
+
 /* Value parsers, exposed for tests. Each returns 0 or -1 with *why. */
 int bs_parse_duration(const char *s, uint64_t *ns, const char **why);
 int bs_parse_number(const char *s, double *out, const char **why);

@@ -1,6 +1,7 @@
 /* config_dest: [dest SPEC] sections and BACKOFFSHIM_DEST_RULES. See config.h
  * and rules.h (what a SPEC is and which one wins). */
 #include "config.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -155,4 +156,51 @@ const struct bs_config *bs_config_for(const struct bs_config *c, const struct so
 		}
 	}
 	return best;
+}
+
+/* Printable text only, at most max characters ("..." when cut). */
+static void put_printable(struct bs_line *l, const char *s, size_t max)
+{
+	size_t i;
+	for (i = 0; s[i] && i < max; i++) {
+		char c = s[i];
+		bs_line_mem(l, (unsigned char)c < 0x20 || (unsigned char)c > 0x7e ? "?" : &c, 1);
+	}
+	if (s[i])
+		bs_line_str(l, "...");
+}
+
+void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
+			const char *key, const char *value, const char *why)
+{
+	bs_line_start(l);
+	bs_line_str(l, "config: ");
+	put_printable(l, origin, 200);
+	if (line) {
+		bs_line_str(l, ":");
+		bs_line_u64(l, line);
+	}
+	if (key) {
+		bs_line_str(l, ": ");
+		put_printable(l, key, 40);
+		bs_line_str(l, " = ");
+	} else if (value && line) { /* a [dest ...] section header */
+		bs_line_str(l, ": [dest ");
+		put_printable(l, value, 60);
+		bs_line_str(l, "]: ");
+		bs_line_str(l, why);
+		bs_line_str(l, "; section ignored");
+		return;
+	} else if (value && !line) {
+		bs_line_str(l, "=");
+	} else {
+		bs_line_str(l, ": ");
+	}
+	if (value) {
+		bs_line_str(l, "\"");
+		put_printable(l, value, 40);
+		bs_line_str(l, "\": ");
+	}
+	bs_line_str(l, why);
+	bs_line_str(l, value ? "; value ignored" : line ? "; line ignored" : "; ignored");
 }

@@ -34,17 +34,6 @@ static const char *get_env(const char *name)
 	return secure_getenv(name);
 }
 
-static void put_printable(struct bs_line *l, const char *s, size_t max)
-{
-	size_t i;
-	for (i = 0; s[i] && i < max; i++) {
-		char c = s[i];
-		bs_line_mem(l, (unsigned char)c < 0x20 || (unsigned char)c > 0x7e ? "?" : &c, 1);
-	}
-	if (s[i])
-		bs_line_str(l, "...");
-}
-
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
@@ -53,39 +42,7 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 		g_nproblems++;
 		return;
 	}
-	/* "config: FILE:LINE: key = "value": why; value ignored" or
-	 * "config: BACKOFFSHIM_X="value": why; value ignored" */
-	struct bs_line *l = &g_problems[g_nproblems++];
-	bs_line_start(l);
-	bs_line_str(l, "config: ");
-	put_printable(l, origin, 200);
-	if (line) {
-		bs_line_str(l, ":");
-		bs_line_u64(l, line);
-	}
-	if (key) {
-		bs_line_str(l, ": ");
-		put_printable(l, key, 40);
-		bs_line_str(l, " = ");
-	} else if (value && line) { /* a [dest ...] section header */
-		bs_line_str(l, ": [dest ");
-		put_printable(l, value, 60);
-		bs_line_str(l, "]: ");
-		bs_line_str(l, why);
-		bs_line_str(l, "; section ignored");
-		return;
-	} else if (value && !line) {
-		bs_line_str(l, "=");
-	} else {
-		bs_line_str(l, ": ");
-	}
-	if (value) {
-		bs_line_str(l, "\"");
-		put_printable(l, value, 40);
-		bs_line_str(l, "\": ");
-	}
-	bs_line_str(l, why);
-	bs_line_str(l, value ? "; value ignored" : line ? "; line ignored" : "; ignored");
+	bs_config_describe(&g_problems[g_nproblems++], origin, line, key, value, why);
 }
 
 static void open_log(void)
