@@ -72,7 +72,13 @@ static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
 			memcpy(&d->ss, a->ai_addr, a->ai_addrlen);
 			d->len = a->ai_addrlen;
 		}
-		uint64_t k = bs_addr_key(a->ai_addr, a->ai_addrlen);
+		/* by address alone, as the library remembers names */
+		struct sockaddr_storage st;
+		if (a->ai_addrlen > sizeof st)
+			continue;
+		memcpy(&st, a->ai_addr, a->ai_addrlen);
+		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
+		uint64_t k = bs_addr_key((struct sockaddr *)&st, a->ai_addrlen);
 		if (k && g_nkeys < MAX_KEYS)
 			g_keys[g_nkeys++] = k;
 	}

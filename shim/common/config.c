@@ -231,8 +231,13 @@ static char *reader(char *str, int num, void *stream)
 			x->dest = -1;
 			if (!strncasecmp(s, "[dest ", 6)) {
 				char spec[200];
-				/* the last ']' closes it: [dest [::1]:6379] */
-				size_t n = (size_t)(strrchr(s, ']') - (s + 6));
+				/* the ']' that closes it: after a bracketed IPv6
+				 * address's own, if any ([dest [::1]:6379]) */
+				const char *b = s + 6, *q = *b == '[' ? strchr(b, ']') : b;
+				const char *close = q ? strchr(*b == '[' ? q + 1 : b, ']') : NULL;
+				if (!close)
+					close = strrchr(s, ']');
+				size_t n = (size_t)(close - b);
 				memcpy(spec, s + 6, n);
 				spec[n] = '\0';
 				x->dest = bs_dest_begin(x->c, spec, x->origin, x->line, x->report,

@@ -33,6 +33,8 @@ int bs_dest_begin(struct bs_config *c, const char *spec, const char *origin, uns
 	for (unsigned i = 0; i < c->rules->n; i++) {
 		const struct bs_rule *o = &c->rules->r[i];
 		if (bs_spec_same(&o->spec, &sp)) {
+			if (!line && o->line) /* the environment adds to the file's */
+				return (int)i;
 			snprintf(why_dup, sizeof why_dup,
 				 "matches exactly what [dest %s] at %s:%u matches", o->text,
 				 o->origin, o->line);

@@ -142,6 +142,10 @@ uint64_t bs_responsive_up(const struct bs_policy *p, uint64_t interval, double u
 uint64_t bs_responsive_down(const struct bs_policy *p, uint64_t interval, double u)
 {
 	uint64_t v = randomize(p, (double)interval * p->down_multiplier, u);
+	if (v > interval) /* a step down never goes up */
+		v = interval;
+	if (v > p->max_backoff)
+		v = p->max_backoff;
 	return v < p->initial_backoff ? 0 : v;
 }
 

@@ -8,14 +8,24 @@
 #include <string.h>
 #include <sys/un.h>
 
-uint64_t bs_name_hash(const char *name, unsigned len)
+static uint64_t hash(const char *name, unsigned len, int fold)
 {
-	uint64_t h = 0x6e616d65;
+	uint64_t h = fold ? 0x6e616d65 : 0x70617468;
 	for (unsigned i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)name[i];
-		h = bs_mix64(h ^ (c >= 'A' && c <= 'Z' ? c + 32u : c));
+		h = bs_mix64(h ^ (fold && c >= 'A' && c <= 'Z' ? c + 32u : c));
 	}
 	return h ? h : 1;
+}
+
+uint64_t bs_name_hash(const char *name, unsigned len)
+{
+	return hash(name, len, 1); /* host names are case-insensitive */
+}
+
+static uint64_t path_hash(const char *path, unsigned len)
+{
+	return hash(path, len, 0); /* paths are not */
 }
 
 static int parse_port(const char *s, unsigned *port)
@@ -31,6 +41,21 @@ static int parse_port(const char *s, unsigned *port)
 	return v ? 0 : -1;
 }
 
+/* A prefix length: digits, 0 allowed. */
+static int parse_plen(const char *s, unsigned *len)
+{
+	unsigned v = 0;
+	if (!*s)
+		return -1;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9' || (v = v * 10 + (unsigned)(*s - '0')) > 128)
+			return -1;
+	*len = v;
+	return 0;
+}
+
+/* 0: an address of its family; 1: an IPv4-mapped IPv6 address, stored as
+ * IPv4; -1: not an address. */
 static int parse_addr(const char *s, struct bs_spec *sp)
 {
 	if (inet_pton(AF_INET, s, sp->addr) == 1) {
@@ -38,7 +63,14 @@ static int parse_addr(const char *s, struct bs_spec *sp)
 		return 0;
 	}
 	if (inet_pton(AF_INET6, s, sp->addr) == 1) {
+		static const unsigned char v4m[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 		sp->family = AF_INET6;
+		if (!memcmp(sp->addr, v4m, 12)) { /* ::ffff:a.b.c.d is a.b.c.d */
+			memmove(sp->addr, sp->addr + 12, 4);
+			memset(sp->addr + 4, 0, 12);
+			sp->family = AF_INET;
+			return 1;
+		}
 		return 0;
 	}
 	return -1;
@@ -64,7 +96,7 @@ int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
 	memcpy(buf, text, n + 1);
 	if (strncmp(buf, "unix:", 5) == 0) {
 		s->kind = BS_SPEC_UNIX;
-		s->hash = bs_name_hash(buf + 5, (unsigned)strlen(buf + 5));
+		s->hash = path_hash(buf + 5, (unsigned)strlen(buf + 5));
 		return buf[5] ? 0 : (*why = "empty unix path", -1);
 	}
 	host = buf;
@@ -91,15 +123,16 @@ int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
 	if ((slash = strchr(host, '/'))) {
 		*slash++ = '\0';
 		unsigned len = 0;
-		if (parse_addr(host, s) || parse_port(slash, &len) ||
-		    len > (s->family == AF_INET ? 32u : 128u))
+		int mapped = parse_addr(host, s);
+		if (mapped < 0 || parse_plen(slash, &len) || (mapped && len < 96) ||
+		    (len -= mapped ? 96 : 0) > (s->family == AF_INET ? 32u : 128u))
 			return *why = "bad prefix (e.g. 10.0.0.0/8)", -1;
 		s->kind = BS_SPEC_PREFIX;
 		s->plen = len;
 		mask(s);
 		return 0;
 	}
-	if (parse_addr(host, s) == 0) {
+	if (parse_addr(host, s) >= 0) {
 		s->kind = s->port ? BS_SPEC_EXACT : BS_SPEC_ADDR;
 		s->plen = s->family == AF_INET ? 32 : 128;
 		return 0;
@@ -166,7 +199,7 @@ int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t 
 		size_t max = (size_t)len - offsetof(struct sockaddr_un, sun_path), n = 0;
 		while (n < max && n < sizeof un->sun_path && un->sun_path[n])
 			n++;
-		return bs_name_hash(un->sun_path, (unsigned)n) == s->hash ? 5000 : -1;
+		return path_hash(un->sun_path, (unsigned)n) == s->hash ? 5000 : -1;
 	}
 	int fam;
 	unsigned char a[16];
@@ -178,8 +211,15 @@ int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t 
 	switch (s->kind) {
 	case BS_SPEC_PORT:
 		return 100;
-	case BS_SPEC_NAME:
-		return name_has && name_has(s->hash, bs_addr_key(sa, len)) ? 4000 : -1;
+	case BS_SPEC_NAME: {
+		/* names are remembered by address alone (programs often resolve
+		 * without a service and set the port themselves) */
+		struct sockaddr_storage st;
+		memcpy(&st, sa, len < sizeof st ? len : sizeof st);
+		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
+		return name_has && name_has(s->hash, bs_addr_key((struct sockaddr *)&st, len)) ? 4000
+											   : -1;
+	}
 	default:
 		if (fam != s->family || !prefix_match(s, a))
 			return -1;

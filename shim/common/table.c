@@ -75,7 +75,7 @@ static int reclaimable(struct bs_entry *e, uint64_t now, uint64_t idle)
 	if (p && bs_probe_stale_at(p) > now)
 		return 0;
 	uint64_t s = atomic_load(&e->state);
-	if (bs_state_failures(s) == 0)
+	if (bs_state_failures(s) == 0 && atomic_load(&e->interval) == 0)
 		return 1;
 	uint64_t next = bs_state_next_at(s);
 	uint64_t used = atomic_load(&e->last_used);

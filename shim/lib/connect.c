@@ -5,6 +5,7 @@
 #include "addr.h"
 #include "real.h"
 #include "shim.h"
+#include "sock.h"
 
 #include <errno.h>
 #include <sys/socket.h>
@@ -29,7 +30,7 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 						   socklen_t len)
 {
 	const struct bs_config *cfg = bs_active();
-	if (!cfg || cfg->policy.kind == BS_POLICY_OFF)
+	if (!cfg)
 		return bs_real_connect(fd, addr, len);
 	switch (bs_addr_kind(addr, len)) {
 	case BS_ADDR_INET:
@@ -56,6 +57,7 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 	    atomic_load(&bs_fd_slot(bs_fds(), fd)->key) == key)
 		return repeated(cfg, fd, addr, len);
 	if (cfg->policy.kind == BS_POLICY_RESPONSIVE)
-		return bs_responsive_connect(cfg, fd, addr, len, key);
+		return bs_sock_is_stream(fd) ? bs_responsive_connect(cfg, fd, addr, len, key)
+					     : bs_real_connect(fd, addr, len);
 	return bs_engine_connect(cfg, fd, addr, len, key);
 }

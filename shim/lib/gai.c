@@ -16,20 +16,27 @@ __attribute__((visibility("default"))) int getaddrinfo(const char *node, const c
 	int r = bs_real_getaddrinfo(node, svc, hints, res);
 	if (r != 0 || !res || !bs_active())
 		return r;
-	uint64_t keys[BS_RES_KEYS];
+	uint64_t keys[BS_RES_KEYS], hosts[BS_RES_KEYS];
 	unsigned n = 0;
 	for (const struct addrinfo *ai = *res; ai && n < BS_RES_KEYS; ai = ai->ai_next) {
-		if (ai->ai_socktype != SOCK_STREAM && ai->ai_socktype != 0)
+		if ((ai->ai_socktype != SOCK_STREAM && ai->ai_socktype != 0) ||
+		    ai->ai_addrlen > sizeof(struct sockaddr_storage))
 			continue;
 		uint64_t k = bs_addr_key(ai->ai_addr, ai->ai_addrlen);
-		if (k)
-			keys[n++] = k;
+		if (!k)
+			continue;
+		struct sockaddr_storage st; /* the address alone, for name rules */
+		memcpy(&st, ai->ai_addr, ai->ai_addrlen);
+		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
+		hosts[n] = bs_addr_key((struct sockaddr *)&st, ai->ai_addrlen);
+		keys[n++] = k;
 	}
-	/* Names are kept for [dest name:port] rules; otherwise a single
-	 * address leaves nowhere else to go and is not worth a record. */
-	uint64_t name = node ? bs_name_hash(node, (unsigned)strlen(node)) : 0;
-	if (n >= 2 || (n == 1 && node && bs_active()->rules && bs_active()->rules->n))
-		bs_res_add_named(bs_res(), keys, n, bs_now(), name);
+	uint64_t now = bs_now();
+	if (n >= 2) /* a single address leaves nowhere else to go */
+		bs_res_add(bs_res(), keys, n, now);
+	const struct bs_rules *rules = bs_active()->rules;
+	if (n && node && rules && rules->n) /* for [dest name:port] sections */
+		bs_res_add_named(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)));
 	return r;
 }
 

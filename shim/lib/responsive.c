@@ -97,23 +97,31 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 	if (!e)
 		return bs_real_connect(fd, addr, len);
 	atomic_fetch_add(&e->n_calls, 1);
+	atomic_store(&e->last_used, start); /* in use: not to be reclaimed */
 	int blocking = bs_sock_is_blocking_stream(fd);
 	struct timeval tv;
 	int has_tv = blocking && bs_sock_sndtimeo(fd, &tv);
 	uint64_t end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
+	if (has_tv) { /* the program's SO_SNDTIMEO bounds the whole call */
+		uint64_t p = start + (uint64_t)tv.tv_sec * BS_NS_PER_SEC + (uint64_t)tv.tv_usec * 1000;
+		end = p < end ? p : end;
+	}
 	for (uint32_t n = 1;; n++) {
 		uint64_t iv = atomic_load(&e->interval);
 		if (iv && (blocking || cfg->nonblocking == BS_NB_RETRY)) {
-			if (bs_now() + iv >= end) {
-				errno = err ? err : (int)atomic_load(&e->last_err);
-				if (!errno)
-					errno = ECONNREFUSED;
-				return -1;
-			}
-			if (pause_for(iv, has_tv) == EINTR)
+			/* wait at most until the budget's end, then try anyway: only
+			 * an attempt can bring the interval down again */
+			uint64_t now = bs_now(), w = iv;
+			if (n > 1 && now + iv >= end)
+				break;
+			if (now + w > end)
+				w = end > now ? end - now : 0;
+			if (w && pause_for(w, has_tv) == EINTR)
 				return errno = EINTR, -1;
 			atomic_fetch_add(&e->n_waits, 1);
-			atomic_fetch_add(&e->waited, iv);
+			atomic_fetch_add(&e->waited, w);
+			if (!bs_table_owns(bs_tab(), e, key))
+				return bs_real_connect(fd, addr, len); /* entry reclaimed */
 		}
 		uint64_t t0 = bs_now();
 		int r = bs_real_connect(fd, addr, len);
@@ -131,7 +139,10 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 		if (!bs_config_retries(cfg, err))
 			return errno = err, -1;
 		bs_responsive_outcome(cfg, e, addr, len, err);
-		if (!blocking || (cfg->max_attempts && n >= cfg->max_attempts))
+		if (!blocking || (cfg->max_attempts && n >= cfg->max_attempts) ||
+		    bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
 			return errno = err, -1;
 	}
+	log_stats(e, addr, len, "giving up (budget spent)", err);
+	return errno = err, -1;
 }
