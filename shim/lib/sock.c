@@ -70,6 +70,14 @@ void bs_sock_abort(int fd)
 	sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
 }
 
+/* Is fd connected (a peer to name)? */
+static int handshake_done(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof ss;
+	return syscall(SYS_getpeername, fd, &ss, &l) == 0;
+}
+
 enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
 				uint64_t deadline, int prog_cut,
 				const struct timeval *prog_tv, int prog_has_tv,
@@ -89,6 +97,12 @@ enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t l
 		if (e == EINPROGRESS || e == EALREADY) {
 			if (bs_now() < deadline)
 				continue; /* woke early; keep waiting on the handshake */
+			if (handshake_done(fd)) {
+				/* it completed as the time ran out (a SYN
+				 * retransmitted right at the deadline): keep it */
+				res = BS_ATT_OK;
+				break;
+			}
 			if (prog_cut) {
 				res = BS_ATT_PROG_TIMEOUT;
 				break;

@@ -12,7 +12,10 @@
  *  - a blocking connect() on a socket still handshaking waits for it again
  *    (used to resume after a signal under SA_RESTART);
  *  - a connect() after a failure whose error was already read returns
- *    ECONNABORTED once, and the next one starts a fresh attempt.
+ *    ECONNABORTED once, and the next one starts a fresh attempt;
+ *  - a timed-out connect() can lose the race with its own handshake (a SYN
+ *    retransmitted right at the deadline): check for a peer before
+ *    aborting, or an established connection gets reset.
  * The program's bound address, fd number, flags and options are untouched;
  * SO_SNDTIMEO is borrowed for the attempt and put back.
  */
