@@ -142,8 +142,8 @@ static uint64_t scale(uint64_t b, double f)
 	return dbl_ns((double)b * f);
 }
 
-void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
-		       uint64_t *lo, uint64_t *hi)
+static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			    uint64_t *lo, uint64_t *hi)
 {
 	uint64_t b, d;
 	switch (p->kind) {
@@ -197,4 +197,14 @@ void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t pr
 	}
 	*lo = scale(b, 1.0 - j);
 	*hi = scale(b, 1.0 + j);
+}
+
+void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+		       uint64_t *lo, uint64_t *hi)
+{
+	unfloored_range(p, failures, prev, lo, hi);
+	if (p->kind == BS_POLICY_OFF || (p->kind == BS_POLICY_LIST && *hi == 0))
+		return; /* no wait, or a list's explicit 0 */
+	*lo = *lo < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *lo;
+	*hi = *hi < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *hi;
 }

@@ -38,14 +38,26 @@ void bs_wake(const uint32_t *word)
 		NULL, NULL, 0);
 }
 
+/* Signals the kernel raises for a fault of the thread itself: they cannot
+ * be what interrupted a wait in a syscall. */
+static int synchronous_fault(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+	       sig == SIGTRAP || sig == SIGSYS;
+}
+
 int bs_intr_returns_eintr(int has_timeout)
 {
 	if (has_timeout)
 		return 1;
+	uint64_t blocked = 0;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &blocked, sizeof blocked);
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
-		if (sig == SIGKILL || sig == SIGSTOP)
+		if (sig == SIGKILL || sig == SIGSTOP || synchronous_fault(sig))
 			continue;
+		if (sig <= 64 && (blocked >> (sig - 1) & 1))
+			continue; /* blocked in this thread: it did not run here */
 		if (sigaction(sig, NULL, &sa) != 0)
 			continue;
 		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)

@@ -26,9 +26,13 @@ void bs_wake(const uint32_t *word);
 
 /* After a wait was interrupted by a signal handler: should a blocking
  * connect() report EINTR (true) or carry on as the kernel would under
- * SA_RESTART (false)? The signal that ran is not known, so this answers true
- * if any caught signal lacks SA_RESTART. `has_timeout` is the socket's
- * SO_SNDTIMEO being set, in which case the kernel never restarts connect(). */
+ * SA_RESTART (false)? A futex or ppoll wait returns EINTR whatever the
+ * handler's flags, and which signal ran is not known, so: true if some
+ * caught signal that could have run here lacks SA_RESTART. Signals blocked
+ * in this thread cannot have run here, and synchronous fault signals
+ * (SEGV, BUS, FPE, ILL, TRAP, SYS: crash handlers) cannot interrupt a
+ * wait, so neither counts. `has_timeout` is the socket's SO_SNDTIMEO being
+ * set, in which case the kernel never restarts connect(). */
 int bs_intr_returns_eintr(int has_timeout);
 
 #endif

@@ -268,7 +268,8 @@ int bs_parse_jmode(const char *s, int *out, const char **why)
 	return -1;
 }
 
-/* "0, 10ms, 100ms, 3s": up to BS_DELAYS_MAX durations, comma separated. */
+/* "0, 10ms, 100ms, 3s": up to BS_DELAYS_MAX durations, comma separated.
+ * The last one is repeated for every later failure, so it may not be 0. */
 int bs_parse_delays(const char *s, struct bs_policy *p, const char **why)
 {
 	uint64_t d[BS_DELAYS_MAX];
@@ -293,6 +294,10 @@ int bs_parse_delays(const char *s, struct bs_policy *p, const char **why)
 	}
 	if (!n) {
 		*why = "empty list";
+		return -1;
+	}
+	if (d[n - 1] == 0) {
+		*why = "the last delay repeats, so it cannot be 0";
 		return -1;
 	}
 	memcpy(p->delays, d, n * sizeof d[0]);

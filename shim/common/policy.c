@@ -99,6 +99,11 @@ static uint64_t grpc_wait(const struct bs_policy *p, uint32_t failures, uint64_t
 	}
 }
 
+static uint64_t floored(uint64_t w)
+{
+	return w < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : w;
+}
+
 uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
 			double u)
 {
@@ -108,17 +113,19 @@ uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t p
 	case BS_POLICY_LIST: {
 		const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
 		uint32_t n = p->ndelays ? p->ndelays : 10;
-		uint64_t d = l[failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1)];
-		return between(d / 2, d + d / 2, u); /* 0 stays 0 */
+		uint32_t i = failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1);
+		if (l[i] == 0 && i < n - 1)
+			return 0; /* an explicit 0 that is not repeated */
+		return floored(between(l[i] / 2, l[i] + l[i] / 2, u));
 	}
 	case BS_POLICY_EXPONENTIAL: {
 		uint64_t d = bs_policy_backoff(p, failures);
-		return d >= p->max_backoff ? BS_STOP : d;
+		return d >= p->max_backoff ? BS_STOP : floored(d);
 	}
 	case BS_POLICY_OFF:
 		return BS_STOP;
 	default:
-		return grpc_wait(p, failures, prev, u);
+		return floored(grpc_wait(p, failures, prev, u));
 	}
 }
 
@@ -136,7 +143,7 @@ uint64_t bs_responsive_up(const struct bs_policy *p, uint64_t interval, double u
 {
 	uint64_t v = interval == 0 ? p->initial_backoff
 				   : randomize(p, (double)interval * p->up_multiplier, u);
-	return v < p->max_backoff ? v : p->max_backoff;
+	return floored(v < p->max_backoff ? v : p->max_backoff);
 }
 
 uint64_t bs_responsive_down(const struct bs_policy *p, uint64_t interval, double u)

@@ -41,6 +41,13 @@ enum bs_jitter_mode {
 };
 
 #define BS_DELAYS_MAX 32
+/* No wait of any policy is shorter than this, after jitter (full and equal
+ * jitter included): a retry loop never runs hotter than 100 attempts per
+ * second. The only exception is an explicit 0 in a list policy's delays,
+ * which is never the repeated last one (config refuses a list ending in 0,
+ * and bs_policy_wait floors a repeated 0 anyway). */
+#define BS_RETRY_FLOOR (10 * BS_NS_PER_MS)
+
 /* bs_policy_wait()'s answer when no further attempt should be made. */
 #define BS_STOP UINT64_MAX
 
@@ -72,7 +79,8 @@ uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u)
 /* The wait after `failures` (>= 1) consecutive failures under any policy.
  * `prev` is the previous actual wait (0 if none; used by decorrelated
  * jitter), u a random number in [0, 1). BS_STOP means: give up now (the
- * exponential policy once its next wait would reach max_backoff, and off). */
+ * exponential policy once its next wait would reach max_backoff, and off).
+ * Never below BS_RETRY_FLOOR but for a list's explicit, unrepeated 0. */
 uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
 			double u);
 

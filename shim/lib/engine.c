@@ -117,7 +117,7 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 	int err = 0;
 	enum bs_attempt r = bs_sock_attempt(c->fd, c->addr, c->len, end,
 					    end == c->prog_end && end < shim_end,
-					    &c->prog_tv, c->prog_has_tv, &err);
+					    c->prog_has_tv, &err);
 	*done = 1;
 	switch (r) {
 	case BS_ATT_OK:
@@ -281,7 +281,8 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 			return -1;
 		if (!bs_sock_is_blocking_stream(fd)) {
 			struct bs_dest d = {key, addr, len};
-			bs_dest_failed_later(cfg, &d, t0, err, 0);
+			if (bs_sock_is_stream(fd)) /* a datagram's error is its own */
+				bs_dest_failed_later(cfg, &d, t0, err, 0);
 			errno = err;
 			return -1;
 		}

@@ -7,9 +7,9 @@
  *  - on probation: the first byte proves the destination healthy; EOF or a
  *    reset before it counts as a failure;
  *  - send errors (EPIPE, ECONNRESET, ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH)
- *    record a failure so the next reconnect is paced. TCP data is never
- *    resent; a datagram refused on a blocking connected UDP socket is sent
- *    again after the destination's wait (never dropped silently).
+ *    on a TCP socket record a failure so the next reconnect is paced. Data
+ *    is never resent. A datagram socket's errors are returned as they are
+ *    and never touch a destination's state.
  */
 #include "addr.h"
 #include "clock.h"
@@ -48,14 +48,6 @@ static ssize_t redo(const struct op *o)
 	case OP_SENDMSG: return bs_real_sendmsg(o->fd, o->msg, o->flags);
 	}
 	return -1;
-}
-
-static int sock_type(int fd)
-{
-	int t = 0;
-	socklen_t l = sizeof t;
-	syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &t, &l);
-	return t;
 }
 
 int bs_io_same_peer(int fd, uint64_t key)
@@ -101,23 +93,25 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	int bad = r == 0 || (r < 0 && (err == ECONNRESET || err == ETIMEDOUT ||
 				       err == EPIPE || err == ECONNREFUSED));
-	if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
+	if (!bs_sock_is_stream(fd)) {
+		/* datagrams (and SEQPACKET) never touch a destination's state */
+		bs_fd_clear(bs_fds(), fd);
+	} else if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
 		/* lived long enough: healthy, whatever ends it now */
 		bs_dest_healthy(d.key);
 		bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
 	} else if (r > 0 || bad) {
-		int stream = sock_type(fd) == SOCK_STREAM;
 		if (!bs_io_same_peer(fd, d.key)) {
 			bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
-		} else if (r > 0 || (!stream && r == 0)) {
+		} else if (r > 0 || (r == 0 && bs_sock_peer_took_all(fd))) {
+			/* a byte from the peer, or an upload it took in full */
 			bs_dest_healthy(d.key);
 			bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
-		} else if (stream || err == ECONNREFUSED) {
+		} else {
 			/* closed or reset before a single byte: a failed attempt */
 			bs_dest_failed_later(cfg, &d, atomic_load(&s->call_start),
 					     r == 0 ? ECONNRESET : err, 0);
-			if (stream)
-				bs_fd_clear(bs_fds(), fd);
+			bs_fd_clear(bs_fds(), fd);
 		}
 	}
 	errno = err;
@@ -130,43 +124,6 @@ static int send_error(int err)
 	       err == EHOSTUNREACH;
 }
 
-/* A datagram refused (ICMP port unreachable) on a connected UDP socket. */
-static ssize_t udp_refused(const struct bs_config *cfg, const struct op *o, int saved)
-{
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof ss;
-	if (sock_type(o->fd) != SOCK_DGRAM ||
-	    syscall(SYS_getpeername, o->fd, &ss, &l) != 0 ||
-	    bs_addr_kind((struct sockaddr *)&ss, l) != BS_ADDR_INET)
-		return errno = ECONNREFUSED, -1;
-	struct bs_dest d = {bs_addr_key((struct sockaddr *)&ss, l), (struct sockaddr *)&ss, l};
-	cfg = bs_cfg_for(cfg, d.addr, d.len);
-	uint64_t start = bs_now(), end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
-	bs_dest_failed_later(cfg, &d, start, ECONNREFUSED, 0);
-	long fl = syscall(SYS_fcntl, o->fd, F_GETFL);
-	if (fl < 0 || (fl & O_NONBLOCK) || (o->flags & MSG_DONTWAIT))
-		return errno = ECONNREFUSED, -1; /* the program hears of it */
-	for (uint32_t n = 1; !cfg->max_attempts || n < cfg->max_attempts; n++) {
-		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
-		if (e) {
-			uint64_t s = atomic_load(&e->state), next = bs_state_next_at(s);
-			if (next >= end)
-				break;
-			uint32_t seq = atomic_load(&e->seq);
-			if (bs_now() < next)
-				bs_wait((const uint32_t *)&e->seq, seq, next);
-			if (bs_now() < next)
-				continue; /* woken early (signal, publish): re-check */
-		}
-		errno = saved;
-		ssize_t r = redo(o);
-		if (r >= 0 || errno != ECONNREFUSED)
-			return r;
-		bs_dest_failed_later(cfg, &d, bs_now(), ECONNREFUSED, 0);
-	}
-	return errno = ECONNREFUSED, -1;
-}
-
 /* After a send-side call that failed, or on a connecting/probation fd.
  * `saved` is errno as the program had it before the call. */
 static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
@@ -176,11 +133,8 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), o->fd);
 	if (!cfg)
 		return errno = err, r;
-	if (st == BS_FD_NONE || !s) {
-		if (r < 0 && err == ECONNREFUSED)
-			return udp_refused(cfg, o, saved);
+	if (st == BS_FD_NONE || !s)
 		return errno = err, r;
-	}
 	if (st == BS_FD_CONNECTING) {
 		if (r >= 0) {
 			bs_nb_outcome(cfg, o->fd, 0);
@@ -200,12 +154,16 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 		}
 		return errno = err, r;
 	}
-	if (send_error(err) && bs_io_same_peer(o->fd, atomic_load(&s->key))) {
+	if (!send_error(err))
+		return errno = err, r;
+	if (!bs_sock_is_stream(o->fd)) {
+		/* a datagram's error is the program's alone: returned as is,
+		 * never waited on, never recorded for the destination */
+		bs_fd_clear(bs_fds(), o->fd);
+	} else if (bs_io_same_peer(o->fd, atomic_load(&s->key))) {
 		struct bs_dest d = dest_of(s);
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
-		if (sock_type(o->fd) != SOCK_STREAM)
-			return err == ECONNREFUSED ? udp_refused(cfg, o, saved) : (errno = err, r);
 		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);
 		bs_fd_clear(bs_fds(), o->fd);
 	}
@@ -275,13 +233,8 @@ API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct s
 #define SEND_WRAP(...)                                                   \
 	struct op o = {__VA_ARGS__};                                     \
 	unsigned st = bs_fd_state(bs_fds(), fd);                         \
-	if (st == BS_FD_NONE) { /* the hot path: the call, one check */  \
-		ssize_t r = redo(&o);                                    \
-		if (r >= 0 || errno != ECONNREFUSED)                     \
-			return r;                                        \
-		/* errno after a later success is unspecified (POSIX) */ \
-		return send_done(&o, st, r, ECONNREFUSED);               \
-	}                                                                \
+	if (st == BS_FD_NONE) /* the hot path: the call, one check */    \
+		return redo(&o);                                         \
 	if (st == BS_FD_FAILED)                                          \
 		return owed(fd);                                         \
 	int saved = errno;                                               \

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "policy.h"
 #include "shim.h"
+#include "sock.h"
 
 static void line_dest(struct bs_line *l, const struct bs_dest *d)
 {
@@ -84,7 +85,8 @@ void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int
 			    d->addr ? d->len : 0);
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	uint64_t s;
-	if (!e || bs_state_failures(s = atomic_load(&e->state)) == 0 || (s & BS_PROBATION))
+	if (!e || bs_state_failures(s = atomic_load(&e->state)) == 0 || (s & BS_PROBATION) ||
+	    (fd >= 0 && !bs_sock_is_stream(fd))) /* a UDP connect proves nothing */
 		return;
 	uint32_t n = bs_entry_connected(e);
 	bs_publish(e);

@@ -5,7 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <poll.h>
+#include <time.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,11 +21,6 @@
 static int sys_getsockopt(int fd, int lvl, int opt, void *v, socklen_t *l)
 {
 	return (int)syscall(SYS_getsockopt, fd, lvl, opt, v, l);
-}
-
-static int sys_setsockopt(int fd, int lvl, int opt, const void *v, socklen_t l)
-{
-	return (int)syscall(SYS_setsockopt, fd, lvl, opt, v, l);
 }
 
 int bs_sock_is_stream(int fd)
@@ -47,16 +49,6 @@ int bs_sock_sndtimeo(int fd, struct timeval *tv)
 	return tv->tv_sec || tv->tv_usec;
 }
 
-static void set_timeout(int fd, uint64_t ns)
-{
-	struct timeval tv;
-	if (ns < 1000)
-		ns = 1000; /* a zero timeval would mean "forever" */
-	tv.tv_sec = (time_t)(ns / 1000000000ull);
-	tv.tv_usec = (suseconds_t)(ns % 1000000000ull / 1000);
-	sys_setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
 /* Abort a handshake left running by a timed-out connect, and read away the
  * ECONNRESET that the abort leaves pending. */
 void bs_sock_abort(int fd)
@@ -78,58 +70,97 @@ static int handshake_done(int fd)
 	return syscall(SYS_getpeername, fd, &ss, &l) == 0;
 }
 
-enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
-				uint64_t deadline, int prog_cut,
-				const struct timeval *prog_tv, int prog_has_tv,
-				int *err)
+/* Start a connect without blocking while leaving the socket as the program
+ * set it: O_NONBLOCK is on only for the one connect() call, with every
+ * signal blocked in this thread, so no handler (and no longjmp out of one)
+ * can ever see the socket in a state the program did not choose. */
+static int start_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	enum bs_attempt res;
-	int aborted_once = 0;
+	uint64_t all = ~0ull, old;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, sizeof old);
+	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	int flip = fl >= 0 && !(fl & O_NONBLOCK);
+	if (flip)
+		syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK);
+	int r = bs_real_connect(fd, addr, len), e = errno;
+	if (flip)
+		syscall(SYS_fcntl, fd, F_SETFL, fl);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+	errno = e;
+	return r;
+}
+
+/* Wait until fd's handshake ends or `deadline` passes: 1 when it ended,
+ * 0 at the deadline, -1 with errno EINTR when a signal handler ran. */
+static int wait_handshake(int fd, uint64_t deadline)
+{
+	uint64_t now = bs_now();
+	if (now >= deadline)
+		return 0;
+	struct pollfd p = {fd, POLLOUT, 0};
+	uint64_t left = deadline - now;
+	struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+	long r = syscall(SYS_ppoll, &p, 1, &ts, NULL, 8);
+	return r < 0 ? -1 : r > 0;
+}
+
+enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
+				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
+{
+	int r = start_connect(fd, addr, len);
+	if (r < 0 && errno == ECONNABORTED) /* a failure already consumed: afresh */
+		r = start_connect(fd, addr, len);
+	if (r == 0 || errno == EISCONN)
+		return BS_ATT_OK;
+	if (errno != EINPROGRESS && errno != EALREADY) {
+		*err = errno;
+		return BS_ATT_FAIL;
+	}
 	for (;;) {
-		uint64_t now = bs_now();
-		set_timeout(fd, deadline > now ? deadline - now : 0);
-		int r = bs_real_connect(fd, addr, len);
-		int e = errno;
-		if (r == 0 || e == EISCONN) {
-			res = BS_ATT_OK;
-			break;
-		}
-		if (e == EINPROGRESS || e == EALREADY) {
-			if (bs_now() < deadline)
-				continue; /* woke early; keep waiting on the handshake */
-			if (handshake_done(fd)) {
-				/* it completed as the time ran out (a SYN
-				 * retransmitted right at the deadline): keep it */
-				res = BS_ATT_OK;
-				break;
-			}
-			if (prog_cut) {
-				res = BS_ATT_PROG_TIMEOUT;
-				break;
-			}
-			bs_sock_abort(fd);
-			res = BS_ATT_CUT;
-			break;
-		}
-		if (e == EINTR) {
-			/* With a timeout set the kernel never restarts connect();
-			 * decide as the program's own connect would have. */
-			if (bs_intr_returns_eintr(prog_has_tv)) {
-				res = BS_ATT_EINTR;
-				break;
-			}
-			continue; /* SA_RESTART: resume waiting on the handshake */
-		}
-		if (e == ECONNABORTED && !aborted_once) {
-			aborted_once = 1; /* failure already consumed: try afresh */
+		int w = wait_handshake(fd, deadline);
+		if (w < 0 && errno != EINTR)
+			w = 0; /* cannot wait (ENOMEM...): treat as the deadline */
+		if (w < 0) {
+			/* the kernel's own connect() would decide the same way */
+			if (bs_intr_returns_eintr(prog_has_tv))
+				return BS_ATT_EINTR;
 			continue;
 		}
-		*err = e;
-		res = BS_ATT_FAIL;
-		break;
+		if (w > 0) {
+			int e = 0;
+			socklen_t l = sizeof e;
+			sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
+			if (e == 0 && handshake_done(fd))
+				return BS_ATT_OK;
+			if (e == 0)
+				continue; /* woken without an outcome yet */
+			/* back to the unconnected state a failed blocking
+			 * connect() leaves, so the program may connect again */
+			bs_sock_abort(fd);
+			*err = e;
+			return BS_ATT_FAIL;
+		}
+		if (handshake_done(fd))
+			return BS_ATT_OK; /* completed as the time ran out: keep it */
+		if (prog_cut)
+			return BS_ATT_PROG_TIMEOUT; /* left running, as the kernel does */
+		bs_sock_abort(fd);
+		return BS_ATT_CUT;
 	}
-	sys_setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, prog_tv, sizeof *prog_tv);
-	return res;
+}
+
+int bs_sock_peer_took_all(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof ti;
+	int unsent = -1, err = -1;
+	socklen_t el = sizeof err;
+	if (sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) ||
+	    l < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked ||
+	    syscall(SYS_ioctl, fd, SIOCOUTQ, &unsent) || sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el))
+		return 0;
+	/* bytes_acked counts the SYN as 1: more means data of ours was acked */
+	return ti.tcpi_bytes_acked > 1 && unsent == 0 && err == 0;
 }
 
 uint32_t bs_gettid(void)

@@ -2,22 +2,27 @@
  * sock: what the shim knows about Linux sockets, kept in one place.
  *
  * Promise: raw syscalls only (async-signal-safe, no allocation). Kernel
- * facts this module relies on (checked on Linux 5.x/6.x):
+ * facts this module relies on (checked with small C programs on Linux 6.18):
  *  - a blocking TCP socket whose connect() failed (refused, timed out) is
  *    back in the unconnected state and may connect() again; so may AF_UNIX;
- *  - a blocking connect() with SO_SNDTIMEO returns EINPROGRESS when the
- *    timeout hits and the handshake carries on in the background;
- *  - connect(AF_UNSPEC) aborts such a handshake but leaves ECONNRESET pending
- *    in SO_ERROR, which must be read away before the next attempt;
- *  - a blocking connect() on a socket still handshaking waits for it again
- *    (used to resume after a signal under SA_RESTART);
- *  - a connect() after a failure whose error was already read returns
- *    ECONNABORTED once, and the next one starts a fresh attempt;
- *  - a timed-out connect() can lose the race with its own handshake (a SYN
- *    retransmitted right at the deadline): check for a peer before
- *    aborting, or an established connection gets reset.
- * The program's bound address, fd number, flags and options are untouched;
- * SO_SNDTIMEO is borrowed for the attempt and put back.
+ *  - a non-blocking connect() whose failure was learned through poll and
+ *    SO_ERROR leaves the socket "connecting": the next connect() returns
+ *    ECONNABORTED. connect(AF_UNSPEC) puts it back in the unconnected state
+ *    with no error pending, exactly where a failed blocking connect() leaves
+ *    it, so the program's own next connect() starts afresh;
+ *  - connect(AF_UNSPEC) on a socket still handshaking aborts it and leaves
+ *    ECONNRESET pending in SO_ERROR, which must be read away;
+ *  - a connect() on a socket still handshaking returns EALREADY, and poll
+ *    reports POLLOUT (connected) or POLLERR|POLLHUP (failed) when it ends;
+ *  - a handshake can complete right at the deadline (a SYN retransmitted
+ *    then): check for a peer before aborting, or an established connection
+ *    gets reset.
+ * A retried attempt never changes a program-visible property of the
+ * socket: the fd number, options (SO_SNDTIMEO included), bound address and
+ * flags stay as the program set them. The attempt is a non-blocking connect
+ * (O_NONBLOCK is set for that one call only, with all signals blocked, so
+ * no handler can observe it or longjmp out while it is set) followed by a
+ * ppoll() on the fd toward the attempt's deadline.
  */
 #ifndef BS_SOCK_H
 #define BS_SOCK_H
@@ -31,7 +36,7 @@ int bs_sock_is_stream(int fd);
 /* 1 if fd is a blocking SOCK_STREAM socket. */
 int bs_sock_is_blocking_stream(int fd);
 
-/* The program's SO_SNDTIMEO; returns 1 if one is set. */
+/* The program's SO_SNDTIMEO (read, never changed); returns 1 if one is set. */
 int bs_sock_sndtimeo(int fd, struct timeval *tv);
 
 enum bs_attempt { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_ATT_EINTR };
@@ -42,13 +47,20 @@ enum bs_attempt { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_AT
  * rather than the shim's (BS_ATT_CUT: handshake aborted, socket reusable).
  * On BS_ATT_FAIL *err holds the errno. */
 enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
-				uint64_t deadline, int prog_cut,
-				const struct timeval *prog_tv, int prog_has_tv,
-				int *err);
+				uint64_t deadline, int prog_cut, int prog_has_tv, int *err);
 
 /* Abort a handshake in progress (connect(AF_UNSPEC)) and read away the
  * error that leaves pending, so the socket can connect again. */
 void bs_sock_abort(int fd);
+
+/* At EOF before the peer sent a byte: did it take everything we sent?
+ * True when TCP_INFO's tcpi_bytes_acked > 1 (the SYN counts 1), SIOCOUTQ
+ * is 0 and no error is pending. Then the exchange was an upload that the
+ * server completed (graphite, syslog, nc -N), not a failed connection.
+ * Asked of the kernel, not of what the wrappers saw written: stdio through
+ * fdopen() bypasses them, and a server that closes at once may FIN before
+ * our data reaches it. */
+int bs_sock_peer_took_all(int fd);
 
 uint32_t bs_gettid(void);
 /* Is thread tid of this process still alive? */

@@ -14,6 +14,10 @@
  *  -H  the handler itself connects to HOST:PORT (async-signal-safe calls)
  *  -n  do the whole thing N times in a row (the alarm only on the first);
  *      "next" is printed between rounds
+ *  -S  a crash handler (SIGSEGV, no SA_RESTART) and a SIGCHLD handler with
+ *      SA_RESTART; a child that exits after 150 ms is forked before connect
+ *  With -j -c, the socket is checked after the jump too: flags and
+ *  SO_SNDTIMEO as the program set them.
  * Prints one line per connect: "ok ms=N", "fail errno=NAME ms=N" or
  * "jumped ms=N" (and "handler connect ok|fail" for -H). Exit 0 if every
  * connect succeeded, 1 if one failed, 3 if a -b/-c check found a change.
@@ -36,7 +40,7 @@
 #include <unistd.h>
 
 static struct addrinfo *dest, *hdest;
-static int opt_bind, opt_lport, opt_check, opt_jump, opt_restart;
+static int opt_bind, opt_lport, opt_check, opt_jump, opt_restart, opt_sigs;
 static long opt_sndtimeo, opt_alarm, opt_rounds = 1;
 static sigjmp_buf jb;
 static volatile sig_atomic_t handler_result = -1;
@@ -103,6 +107,14 @@ static void *one(void *arg)
 	int r, e;
 	if (opt_jump && sigsetjmp(jb, 1)) {
 		printf("jumped ms=%ld\n", ms_since(&t0));
+		if (opt_check) {
+			struct timeval tv;
+			socklen_t l = sizeof tv;
+			getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &l);
+			check(tv.tv_sec * 1000 + tv.tv_usec / 1000 == opt_sndtimeo,
+			      "SO_SNDTIMEO kept after the jump");
+			check(!(fcntl(fd, F_GETFL) & O_NONBLOCK), "still blocking after the jump");
+		}
 		close(fd);
 		return (void *)1;
 	}
@@ -154,6 +166,32 @@ static void *one(void *arg)
 	return (void *)(long)(r != 0);
 }
 
+static void on_fault(int sig)
+{
+	(void)sig;
+	_exit(99);
+}
+
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
+static void crash_and_child_handlers(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_fault; /* a crash handler: no SA_RESTART */
+	sigaction(SIGSEGV, &sa, NULL);
+	sa.sa_handler = on_child;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGCHLD, &sa, NULL);
+	if (fork() == 0) {
+		usleep(150000);
+		_exit(0);
+	}
+}
+
 static struct addrinfo *resolve(const char *h, const char *p)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai;
@@ -169,7 +207,7 @@ int main(int argc, char **argv)
 	int c, threads = 0;
 	const char *hport = NULL;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((c = getopt(argc, argv, "b:ct:s:a:rjH:n:")) != -1) {
+	while ((c = getopt(argc, argv, "b:ct:s:a:rjH:n:S")) != -1) {
 		switch (c) {
 		case 'b': opt_bind = 1; opt_lport = atoi(optarg); break;
 		case 'c': opt_check = 1; break;
@@ -180,6 +218,7 @@ int main(int argc, char **argv)
 		case 'j': opt_jump = 1; break;
 		case 'H': hport = optarg; break;
 		case 'n': opt_rounds = atol(optarg); break;
+		case 'S': opt_sigs = 1; break;
 		default: return 2;
 		}
 	}
@@ -195,6 +234,8 @@ int main(int argc, char **argv)
 		sa.sa_flags = opt_restart ? SA_RESTART : 0;
 		sigaction(SIGALRM, &sa, NULL);
 	}
+	if (opt_sigs)
+		crash_and_child_handlers();
 	long failed = 0;
 	for (long round = 0; round < opt_rounds; round++) {
 	if (round) {

@@ -107,10 +107,63 @@ static void test_list_default_and_jitter(void **state)
 			assert_true(s.max == 0); /* 0 stays 0 */
 			continue;
 		}
+		if (d / 2 < BS_RETRY_FLOOR) { /* the floor lifts the low end */
+			assert_true(s.min == BS_RETRY_FLOOR);
+			assert_true(s.max <= 1.5 * d && s.max > 1.49 * d);
+			continue;
+		}
 		assert_true(s.min >= 0.5 * d && s.min < 0.51 * d);
 		assert_true(s.max <= 1.5 * d && s.max > 1.49 * d);
 		assert_true(s.mean > 0.99 * d && s.mean < 1.01 * d);
 	}
+}
+
+/* Audit row 9: no policy, no jitter mode, no parameters ever make a retry
+ * loop run hotter than the floor, but for a list's explicit, unrepeated 0. */
+static void test_every_wait_has_a_floor(void **state)
+{
+	(void)state;
+	for (int kind = BS_POLICY_GRPC; kind <= BS_POLICY_EXPONENTIAL; kind++) {
+		for (int mode = BS_JITTER_PROPORTIONAL; mode <= BS_JITTER_DECORRELATED; mode++) {
+			struct bs_policy p = grpc(mode);
+			p.kind = kind;
+			p.initial_backoff = 100000; /* 100 us */
+			p.max_backoff = 2 * MS;
+			p.delays[0] = 1000;
+			p.ndelays = kind == BS_POLICY_LIST;
+			for (uint32_t f = 1; f <= 12; f++)
+				for (uint64_t k = 0; k < 2000; k++) {
+					uint64_t w = bs_policy_wait(&p, f, 3000, draw(k));
+					assert_true(w == BS_STOP || w >= BS_RETRY_FLOOR);
+				}
+		}
+	}
+	struct bs_policy p = grpc(0);
+	p.initial_backoff = 1000;
+	assert_true(bs_responsive_up(&p, 0, 0.0) >= BS_RETRY_FLOOR);
+	assert_true(bs_responsive_up(&p, 2000, 0.0) >= BS_RETRY_FLOOR);
+}
+
+static void test_list_zero_only_where_explicit(void **state)
+{
+	(void)state;
+	struct bs_policy p = grpc(0);
+	p.kind = BS_POLICY_LIST;
+	p.ndelays = 2;
+	p.delays[0] = 0;
+	p.delays[1] = 0; /* refused by config; floored if it slips through */
+	assert_int_equal(bs_policy_wait(&p, 1, 0, 0.5), 0);
+	assert_int_equal(bs_policy_wait(&p, 2, 0, 0.5), BS_RETRY_FLOOR);
+	assert_int_equal(bs_policy_wait(&p, 50, 0, 0.5), BS_RETRY_FLOOR);
+
+	struct bs_config c;
+	const char *why;
+	bs_config_defaults(&c);
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "0", &why), -1);
+	assert_non_null(strstr(why, "cannot be 0"));
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "1s, 0ms", &why), -1);
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "0, 0, 5ms", &why), 0);
+	assert_int_equal(c.policy.ndelays, 3);
 }
 
 static void test_list_from_config(void **state)
@@ -214,6 +267,8 @@ int main(void)
 		cmocka_unit_test(test_decorrelated_jitter),
 		cmocka_unit_test(test_list_default_and_jitter),
 		cmocka_unit_test(test_list_from_config),
+		cmocka_unit_test(test_every_wait_has_a_floor),
+		cmocka_unit_test(test_list_zero_only_where_explicit),
 		cmocka_unit_test(test_exponential_stops_before_max),
 		cmocka_unit_test(test_off_stops),
 		cmocka_unit_test(test_responsive),

@@ -1,0 +1,316 @@
+"""Do no harm, the engine's side: each test runs the same unmodified program
+with and without the shim and compares what it does, what it prints and what
+its peers receive. The row numbers are those of the reliability audit
+(issue 7)."""
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from lib import (BUILD, LineReader, SynSniffer, base_env, check, check_gaps, free_port,
+                 ms_of, prog, run, shim_env, spawn)
+
+PY = sys.executable
+
+
+def _py(code, env, args=(), timeout=20):
+    return run([PY, "-c", code] + [str(a) for a in args], env, timeout)
+
+
+def _shim_lines(err):
+    return [l for l in err.splitlines() if l.startswith("backoffshim[")]
+
+
+class _Acceptor:
+    """A TCP listener on 127.0.0.1 whose thread handles each connection with
+    `handle(conn)` and records accept times; bounded by a stop flag."""
+
+    def __init__(self, port, handle):
+        self.lst = socket.socket()
+        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lst.bind(("127.0.0.1", port))
+        self.lst.listen(64)
+        self.lst.settimeout(0.1)
+        self.handle, self.accepts, self.stop = handle, [], False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop and len(self.accepts) < 2000:
+            try:
+                c, _ = self.lst.accept()
+            except socket.timeout:
+                continue
+            self.accepts.append(time.monotonic())
+            with c:
+                self.handle(c)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop = True
+        self.thread.join(3)
+        self.lst.close()
+
+
+# ---- row 3: EOF before the first byte ----
+
+UPLOAD = ("import socket,sys,time\n"
+          "t0=time.monotonic()\n"
+          "for i in range(6):\n"
+          "    s=socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+          "    s.sendall(b'metric.%d 1 1700000000\\n' % i)\n"
+          "    s.shutdown(socket.SHUT_WR)\n"
+          "    assert s.recv(1) == b''\n"
+          "    s.close()\n"
+          "print('uploads done')\n"
+          "print('took', time.monotonic()-t0, file=sys.stderr)\n")
+
+
+def _upload_server(received):
+    def handle(c):
+        c.settimeout(5)
+        data = b""
+        while True:
+            b = c.recv(4096)
+            if not b:
+                break
+            data += b
+        received.append(data)  # read everything, then close without a byte
+    return handle
+
+
+def _took(err):
+    return float([l for l in err.splitlines() if l.startswith("took")][-1].split()[1])
+
+
+def test_upload_only_protocol_runs_as_fast_as_without_the_shim():
+    """Row 3: the server reads everything and closes without sending a byte.
+    That is a completed upload (the kernel says the server acknowledged our
+    data), not a failed connection: no pacing, no log line."""
+    results = {}
+    for name, env in (("plain", base_env()), ("shim", shim_env(BACKOFFSHIM_LOG="debug"))):
+        received = []
+        port = free_port()
+        with _Acceptor(port, _upload_server(received)):
+            rc, out, err = _py(UPLOAD, env, [port])
+        results[name] = (rc, out, received, _took(err), _shim_lines(err))
+    plain, shim = results["plain"], results["shim"]
+    check(plain[0] == 0 and shim[0] == 0, "exit codes: %r" % ((plain[:2], shim[:2]),))
+    check(shim[1] == plain[1], "output differs: %r vs %r" % (shim[1], plain[1]))
+    check(shim[2] == plain[2] and len(shim[2]) == 6, "server got %r" % shim[2])
+    check(shim[3] < plain[3] + 0.3, "6 uploads took %.2fs with the shim, %.2fs without"
+          % (shim[3], plain[3]))
+    check(not [l for l in shim[4] if "reset" in l or "next attempt" in l],
+          "an upload was counted as a failure: %r" % shim[4])
+
+
+def test_upload_with_nc_half_close():
+    """Row 3 with a real client: nc -N sends stdin, half-closes and reads
+    until the server closes."""
+    received = []
+    port = free_port()
+    with _Acceptor(port, _upload_server(received)):
+        t0 = time.monotonic()
+        for i in range(4):
+            p = subprocess.run(["nc", "-N", "127.0.0.1", str(port)], input=b"line %d\n" % i,
+                               env=shim_env(), capture_output=True, timeout=10)
+            check(p.returncode == 0 and not _shim_lines(p.stderr.decode()),
+                  "nc: %r" % (p,))
+        took = time.monotonic() - t0
+    check(received == [b"line %d\n" % i for i in range(4)], "server got %r" % received)
+    check(took < 1.5, "4 nc uploads took %.2fs" % took)
+
+
+SEND_FIRST = ("import socket,sys,time\n"
+              "end=time.monotonic()+float(sys.argv[2])\n"
+              "n=0\n"
+              "while time.monotonic()<end and n<500:\n"
+              "    try:\n"
+              "        s=socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+              "        s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\n"
+              "        s.recv(100)\n"
+              "    except OSError:\n"
+              "        pass\n"
+              "    s.close(); n+=1\n"
+              "print('rounds', n)\n")
+
+
+def test_send_first_client_against_closing_server_is_still_paced():
+    """Row 3, the other side: a request-first client whose server accepts and
+    closes at once (its request never taken) keeps being paced."""
+    port = free_port()
+    with _Acceptor(port, lambda c: None) as a:
+        rc, out, err = _py(SEND_FIRST, shim_env(BACKOFFSHIM_MAX_ATTEMPTS=1), [port, 1.2])
+        shim_accepts = list(a.accepts)
+    check(rc == 0, "client: %r %r" % (out, err[-300:]))
+    check(4 <= len(shim_accepts) <= 12, "server saw %d connections in 1.2s"
+          % len(shim_accepts))
+    check_gaps([b - a for a, b in zip(shim_accepts, shim_accepts[1:])][:4], "send-first")
+    port = free_port()
+    with _Acceptor(port, lambda c: None) as a:
+        rc, out, err = _py(SEND_FIRST, base_env(), [port, 0.3])
+        plain_accepts = len(a.accepts)
+    check(plain_accepts > 20, "without the shim only %d connections" % plain_accepts)
+
+
+# ---- rows 4 and 17: datagrams ----
+
+UDP_FIRE = ("import socket,sys,time\n"
+            "port=int(sys.argv[1])\n"
+            "t0=time.monotonic(); res=[]\n"
+            "s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.connect(('127.0.0.1', port))\n"
+            "u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "for i in range(8):\n"
+            "    for sock, send in ((s, lambda b: s.send(b)),\n"
+            "                       (u, lambda b: u.sendto(b, ('127.0.0.1', port)))):\n"
+            "        try:\n"
+            "            res.append(send(b'stat.%d:1|c' % i))\n"
+            "        except OSError as e:\n"
+            "            res.append(e.errno)\n"
+            "print(res)\n"
+            "print('took', time.monotonic()-t0, file=sys.stderr)\n")
+
+
+def test_fire_and_forget_udp_is_never_delayed():
+    """Row 4: statsd-style sends to a collector that is down return exactly
+    what they return without the shim, at once."""
+    port = free_port()
+    rc0, out0, err0 = _py(UDP_FIRE, base_env(), [port])
+    rc1, out1, err1 = _py(UDP_FIRE, shim_env(), [port])
+    check(rc0 == rc1 == 0, "exit codes %d %d: %r" % (rc0, rc1, err1[-300:]))
+    check(out0 == out1, "results differ: %r vs %r" % (out0, out1))
+    check("111" in out0, "the collector's refusals were not seen: %r" % out0)
+    check(_took(err1) < 0.5, "16 sends took %.2fs with the shim" % _took(err1))
+    check(not _shim_lines(err1), "the shim logged about datagrams: %r" % err1)
+
+
+UDP_THEN_TCP = ("import socket,sys,time\n"
+                "port=int(sys.argv[1])\n"
+                "u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.connect(('127.0.0.1', port))\n"
+                "u.send(b'x')\n"
+                "try:\n"
+                "    u.send(b'y'); print('udp sent')\n"
+                "except OSError as e:\n"
+                "    print('udp', e.errno)\n"
+                "t0=time.monotonic()\n"
+                "t=socket.create_connection(('127.0.0.1', port))\n"
+                "print('tcp', t.recv(5))\n"
+                "print('took', time.monotonic()-t0, file=sys.stderr)\n")
+
+
+def test_udp_error_never_touches_the_tcp_destination():
+    """Row 17: a refused datagram to port P says nothing about the TCP
+    server on P; the TCP connect goes at once."""
+    results = []
+    for env in (base_env(), shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s")):
+        port = free_port()
+        with _Acceptor(port, lambda c: c.sendall(b"hello")):
+            rc, out, err = _py(UDP_THEN_TCP, env, [port])
+        results.append((rc, out, _took(err), _shim_lines(err)))
+    (rc0, out0, _, _), (rc1, out1, took, lines) = results
+    check(rc0 == rc1 == 0 and out0 == out1, "differs: %r vs %r" % (results[0], results[1]))
+    check("udp 111" in out0, "no refusal seen: %r" % out0)
+    check(took < 0.3 and not lines, "TCP connect took %.2fs with the shim: %r" % (took, lines))
+
+
+# ---- row 8: which signal may interrupt ----
+
+def test_crash_handler_does_not_make_sa_restart_interrupt():
+    """Row 8: a SIGSEGV handler without SA_RESTART and a SIGCHLD handler with
+    it; a child exits during the blocking connect. The kernel restarts
+    connect(); so must the shim's waits: no EINTR."""
+    port = free_port()
+    rc0, out0, _ = run([prog("conntest"), "-S", "127.0.0.1", str(port)], base_env())
+    rc1, out1, err1 = run([prog("conntest"), "-S", "127.0.0.1", str(port)],
+                          shim_env(BACKOFFSHIM_MAX_ELAPSED="600ms"))
+    check(rc0 == rc1 == 1, "exit codes %d %d" % (rc0, rc1))
+    check(out0.startswith("fail errno=ECONNREFUSED"), "without the shim: %r" % out0)
+    check(out1.startswith("fail errno=ECONNREFUSED") and ms_of(out1) >= 400,
+          "with the shim the SIGCHLD interrupted the wait: %r %r" % (out1, err1[-300:]))
+
+
+# ---- row 9: a floor under every wait ----
+
+def test_no_policy_runs_a_hot_retry_loop():
+    """Row 9: a list ending in 0 is refused (by check-config and by the
+    library, which keeps the default list), and full jitter over a tiny
+    backoff never goes below 10 ms between attempts."""
+    with tempfile.NamedTemporaryFile("w", suffix=".ini") as f:
+        f.write("[backoff]\npolicy = list\ndelays = 0\n")
+        f.flush()
+        p = subprocess.run([os.path.join(BUILD, "backoffshim"), "check-config", f.name],
+                           capture_output=True, text=True, timeout=10)
+        check(p.returncode == 1 and "cannot be 0" in p.stdout + p.stderr,
+              "check-config accepted delays = 0: %r" % (p,))
+        cases = (("list", shim_env(BACKOFFSHIM_CONFIG=f.name)),
+                 ("full jitter", shim_env(BACKOFFSHIM_JITTER_MODE="full",
+                                          BACKOFFSHIM_INITIAL_BACKOFF="1ms",
+                                          BACKOFFSHIM_MAX_BACKOFF="2ms")))
+        for what, env in cases:
+            port = free_port()
+            env.update(BACKOFFSHIM_MAX_ELAPSED="500ms", BACKOFFSHIM_LOG="off")
+            with SynSniffer(port) as sn:
+                rc, out, err = run([prog("conntest"), "127.0.0.1", str(port)], env)
+                syns = sn.wait_for(1, 1)
+            check(rc == 1 and "ECONNREFUSED" in out, "%s: %r %r" % (what, out, err))
+            check(2 <= syns <= 55, "%s: %d SYNs in 0.5s" % (what, syns))
+
+
+# ---- row 10: a retried attempt changes nothing the program can see ----
+
+def test_longjmp_during_a_retried_attempt_leaves_the_socket_as_set():
+    """Row 10: siglongjmp out of connect() while the shim's own attempt is in
+    flight (a black-holed SYN): the socket keeps the program's SO_SNDTIMEO
+    (none) and its blocking mode."""
+    port = free_port()
+    p = spawn([prog("conntest"), "-c", "-a", "900", "-j", "127.0.0.1", str(port)],
+              shim_env(BACKOFFSHIM_MIN_CONNECT_TIMEOUT="2s"))
+    fillers, lst = [], None
+    try:
+        seen, end = "", time.monotonic() + 5
+        while seen.count("next attempt in") < 2 and time.monotonic() < end:
+            seen += p.stderr.readline()
+        check(seen.count("next attempt in") >= 2, "no refused attempts: %r" % seen)
+        lst = socket.socket()
+        lst.bind(("127.0.0.1", port))
+        lst.listen(0)
+        for _ in range(3):  # fill the accept queue: later SYNs are dropped
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(("127.0.0.1", port))
+            fillers.append(f)
+        out, err = p.communicate(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for f in fillers:
+            f.close()
+        if lst:
+            lst.close()
+    check(out.startswith("jumped"), "no jump: %r %r" % (out, err[-300:]))
+    check("timed out" not in err, "the jump did not land in an attempt: %r" % err[-300:])
+    check("check failed" not in out, "the socket was left changed: %r" % out)
+
+
+# ---- row 2: an owed error belongs to one socket ----
+
+def test_owed_error_is_never_given_to_a_file_that_took_the_number():
+    """Row 2: poll() read a failed connect's error away; the program
+    fclose()s the fdopen()ed socket (libc closes it past the wrappers) and
+    open()s a file that gets the same number: read() returns the file."""
+    port = free_port()
+    with tempfile.NamedTemporaryFile("w") as f:
+        f.write("file bytes")
+        f.flush()
+        rc0, out0, _ = run([prog("owedfd"), str(port), f.name], base_env())
+        rc1, out1, err1 = run([prog("owedfd"), str(port), f.name],
+                              shim_env(BACKOFFSHIM_MAX_ATTEMPTS=1))
+    check(rc0 == rc1 == 0, "exit codes %d %d" % (rc0, rc1))
+    check("same fd: yes" in out0, "the file did not reuse the number: %r" % out0)
+    check(out1 == out0, "differs with the shim: %r vs %r" % (out1, out0))
