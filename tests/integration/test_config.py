@@ -147,7 +147,7 @@ def test_seed_makes_jitter_reproducible():
     def waits(seed):
         rc, out, err = run(cmd, shim_env(BACKOFFSHIM_MAX_ATTEMPTS=6, BACKOFFSHIM_SEED=seed,
                                          BACKOFFSHIM_MAX_BACKOFF="2s",
-                                         BACKOFFSHIM_INITIAL_BACKOFF="1ms"))
+                                         BACKOFFSHIM_INITIAL_BACKOFF="20ms"))
         return re.findall(r"\(attempt (\d+)\), next attempt in (\S+)", err)
     a, b, c = waits(7), waits(7), waits(8)
     check(len(a) == 5, "expected 5 wait lines: %r" % a)
