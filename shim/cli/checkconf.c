@@ -14,7 +14,10 @@ static const char help_text[] =
 	"  FILE:LINE: [dest SPEC]: REASON\n"
 	"                           a bad destination section (its SPEC, or the\n"
 	"                           same destinations as an earlier section)\n"
-	"  FILE: REASON             the file itself (cannot be read, too large)\n"
+	"  FILE: REASON             the file itself (cannot be read, not a regular\n"
+	"                           file, too large)\n"
+	"Control bytes, DEL and non-ASCII bytes in names and values are shown as\n"
+	"\\xHH, a backslash as \\\\.\n"
 	"A file without problems prints \"FILE: ok\".\n"
 	"\n"
 	"Options:\n"
@@ -22,23 +25,43 @@ static const char help_text[] =
 	"\n"
 	"Exit status: 0 if no file has a problem; 1 otherwise; 2 on a usage error.\n";
 
+/* Outside text as the library writes it: control bytes, DEL and bytes
+ * >= 0x80 as \xHH, a backslash as \\; at most max bytes, "..." when cut. */
+static void put_escaped(const char *s, size_t max)
+{
+	size_t i;
+	for (i = 0; s[i] && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\\')
+			fputs("\\\\", stdout);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+	if (s[i])
+		fputs("...", stdout);
+}
+
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
 	unsigned *n = ctx;
 	(*n)++;
-	bs_cli_printable(stdout, origin, 1000);
+	put_escaped(origin, 1000);
 	if (line)
 		printf(":%u", line);
 	if (key) {
 		fputs(": ", stdout);
-		bs_cli_printable(stdout, key, 60);
+		put_escaped(key, 60);
 	} else if (value && line) { /* a [dest ...] section header */
 		fputs(": [dest ", stdout);
-		bs_cli_printable(stdout, value, 100);
+		put_escaped(value, 100);
 		fputs("]", stdout);
 	}
-	printf(": %s\n", why);
+	fputs(": ", stdout);
+	put_escaped(why, 1000); /* may quote an earlier section's spec */
+	putchar('\n');
 }
 
 int bs_cmd_check_config(int argc, char **argv)
@@ -70,7 +93,7 @@ int bs_cmd_check_config(int argc, char **argv)
 		if (problems) {
 			status = 1;
 		} else {
-			bs_cli_printable(stdout, argv[i], 1000);
+			put_escaped(argv[i], 1000);
 			puts(": ok");
 		}
 	}

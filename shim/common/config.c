@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define MAX_FILE (1u << 20)
@@ -274,22 +277,43 @@ void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *te
 	ini_parse_stream(reader, &x, handler, &x);
 }
 
+/* Is this /dev/null (character device 1:3)? Reading it never blocks and
+ * gives nothing: tests and scripts use it for "no config file". */
+static int is_dev_null(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
+}
+
+/* Raw system calls: inside the library, read() and close() are the shim's
+ * own wrappers. Opened without blocking (a FIFO would wait for a writer) and
+ * read only if it is a regular file. */
 int bs_config_load_file(struct bs_config *c, const char *path,
 			bs_config_report_fn report, void *ctx)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+			      O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		report(ctx, path, 0, NULL, NULL, "cannot open file");
 		return -1;
 	}
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int null = syscall(SYS_fstat, fd, &st) == 0 && is_dev_null(&st);
+		syscall(SYS_close, fd);
+		if (null)
+			return 0; /* empty: nothing to apply, nothing to say */
+		report(ctx, path, 0, NULL, NULL, "not a regular file");
+		return -1;
+	}
 	char *buf = malloc(MAX_FILE + 1);
 	size_t n = 0;
-	ssize_t r = 0;
+	long r = 0;
 	while (buf && n <= MAX_FILE &&
-	       ((r = read(fd, buf + n, MAX_FILE + 1 - n)) > 0 || (r < 0 && errno == EINTR)))
+	       ((r = syscall(SYS_read, fd, buf + n, MAX_FILE + 1 - n)) > 0 ||
+		(r < 0 && errno == EINTR)))
 		if (r > 0)
 			n += (size_t)r;
-	close(fd);
+	syscall(SYS_close, fd);
 	const char *why = !buf ? "out of memory" : r < 0 ? "cannot read file"
 			 : n > MAX_FILE ? "file larger than 1 MiB" : NULL;
 	if (why) {

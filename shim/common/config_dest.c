@@ -160,15 +160,13 @@ const struct bs_config *bs_config_for(const struct bs_config *c, const struct so
 	return best;
 }
 
-/* Printable text only, at most max characters ("..." when cut). */
+/* At most max bytes of outside text, escaped by the line builder (no
+ * control byte can reach a terminal), "..." when cut. */
 static void put_printable(struct bs_line *l, const char *s, size_t max)
 {
-	size_t i;
-	for (i = 0; s[i] && i < max; i++) {
-		char c = s[i];
-		bs_line_mem(l, (unsigned char)c < 0x20 || (unsigned char)c > 0x7e ? "?" : &c, 1);
-	}
-	if (s[i])
+	size_t n = strnlen(s, max + 1);
+	bs_line_mem(l, s, n > max ? max : n);
+	if (n > max)
 		bs_line_str(l, "...");
 }
 

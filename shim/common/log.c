@@ -1,37 +1,81 @@
-/* log: async-signal-safe line logger. See log.h. */
+/* log: async-signal-safe line logger. See log.h.
+ *
+ * Only raw system calls: never the shim's own wrappers, never a cancellation
+ * point, nothing that takes a lock. */
 #include "log.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008
+#endif
+
+/* How a line is written without blocking or raising SIGPIPE. */
+enum kind {
+	K_REG,   /* regular file: write(2) cannot stall on a reader */
+	K_SOCK,  /* send(MSG_NOSIGNAL | MSG_DONTWAIT) */
+	K_FIFO,  /* pipe or FIFO: pwritev2(RWF_NOWAIT), SIGPIPE guarded */
+	K_OTHER, /* tty, character device...: poll(POLLOUT, 0) first, SIGPIPE guarded */
+};
+
+struct target {
+	int fd;
+	int known; /* identity recorded: lines may go there */
+	enum kind kind;
+	dev_t dev;
+	ino_t ino;
+	_Atomic unsigned long dropped; /* lines lost to a full target, not yet reported */
+};
+
 static enum bs_level g_level = BS_LOG_INFO;
-static int g_fd = -1;
-static dev_t g_dev;
-static ino_t g_ino;
-static int g_known; /* the target's identity was recorded */
+static struct target g_out = {.fd = 2}; /* where lines go */
+static struct target g_err = {.fd = 2}; /* fd 2: config problems */
+static struct target *g_errt = &g_err;
+
+static enum kind kind_of(mode_t m)
+{
+	return S_ISREG(m) ? K_REG : S_ISSOCK(m) ? K_SOCK : S_ISFIFO(m) ? K_FIFO : K_OTHER;
+}
+
+static void record(struct target *t, int fd)
+{
+	struct stat st;
+	t->fd = fd;
+	t->known = syscall(SYS_fstat, fd, &st) == 0;
+	t->kind = t->known ? kind_of(st.st_mode) : K_OTHER;
+	t->dev = t->known ? st.st_dev : 0;
+	t->ino = t->known ? st.st_ino : 0;
+	atomic_store(&t->dropped, 0);
+}
 
 void bs_log_setup(enum bs_level level, int fd)
 {
-	struct stat st;
+	int saved = errno;
 	g_level = level;
-	g_fd = fd;
-	g_known = fstat(fd >= 0 ? fd : 2, &st) == 0;
-	if (g_known) {
-		g_dev = st.st_dev;
-		g_ino = st.st_ino;
-	}
+	record(&g_err, 2);
+	record(&g_out, fd >= 0 ? fd : 2);
+	g_errt = fd >= 0 ? &g_err : &g_out; /* one target, one dropped count */
+	errno = saved;
 }
 
-/* Still the file we were set up with? A program that closed stderr may have
- * reused fd 2 for a socket of its own: a log line must never land there. */
-static int same_target(int fd)
+/* Still the file we were set up with? Unknown at set-up means never: a
+ * program started with fd 2 closed gets that number for its own socket or
+ * file. One closed later may have reused it just the same. */
+static int same_target(const struct target *t)
 {
 	struct stat st;
-	if (!g_known || syscall(SYS_fstat, fd, &st) != 0)
-		return !g_known;
-	return st.st_dev == g_dev && st.st_ino == g_ino;
+	if (!t->known || syscall(SYS_fstat, t->fd, &st) != 0)
+		return 0;
+	return st.st_dev == t->dev && st.st_ino == t->ino;
 }
 
 int bs_log_enabled(enum bs_level level)
@@ -39,26 +83,61 @@ int bs_log_enabled(enum bs_level level)
 	return level != BS_LOG_OFF && level <= g_level;
 }
 
+unsigned long bs_log_dropped(void)
+{
+	return atomic_load(&g_out.dropped);
+}
+
+/* --- building: every byte from outside is escaped --- */
+
+static void put_byte(struct bs_line *l, unsigned char c)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (c >= 0x20 && c < 0x7f && c != '\\') {
+		if (l->n < BS_LINE_MAX - 1)
+			l->buf[l->n++] = (char)c;
+		return;
+	}
+	size_t need = c == '\\' ? 2 : 4;
+	if (l->n + need > BS_LINE_MAX - 1)
+		return;
+	l->buf[l->n++] = '\\';
+	if (c == '\\') {
+		l->buf[l->n++] = '\\';
+		return;
+	}
+	l->buf[l->n++] = 'x';
+	l->buf[l->n++] = hex[c >> 4];
+	l->buf[l->n++] = hex[c & 15];
+}
+
 void bs_line_mem(struct bs_line *l, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n && l->n < BS_LINE_MAX - 1; i++)
-		l->buf[l->n++] = s[i];
+		put_byte(l, (unsigned char)s[i]);
 }
 
 void bs_line_str(struct bs_line *l, const char *s)
 {
 	while (*s && l->n < BS_LINE_MAX - 1)
-		l->buf[l->n++] = *s++;
+		put_byte(l, (unsigned char)*s++);
 }
 
-void bs_line_u64(struct bs_line *l, uint64_t v)
+/* Digits into t (reversed); returns how many. */
+static size_t digits(char t[24], uint64_t v)
 {
-	char t[24];
 	size_t i = 0;
 	do {
 		t[i++] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
+	return i;
+}
+
+void bs_line_u64(struct bs_line *l, uint64_t v)
+{
+	char t[24];
+	size_t i = digits(t, v);
 	while (i && l->n < BS_LINE_MAX - 1)
 		l->buf[l->n++] = t[--i];
 }
@@ -86,21 +165,116 @@ void bs_line_start(struct bs_line *l)
 	bs_line_str(l, "]: ");
 }
 
+/* --- writing: one system call per line, never blocking, no SIGPIPE --- */
+
+typedef uint64_t ksigset; /* the kernel's sigset_t: _NSIG / 8 bytes */
+
+/* Blocks SIGPIPE in this thread around one write; if that write raised it
+ * (EPIPE) and it was not pending before, it is consumed, so the program
+ * neither dies of nor sees a signal its own code did not cause. */
+static long guarded_write(int fd, enum kind kind, const char *buf, size_t n)
+{
+	const ksigset pipe_bit = 1ull << (SIGPIPE - 1);
+	ksigset old = 0, pend = 0;
+	int blocked = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_bit, &old, sizeof old) == 0;
+	int was_pending = syscall(SYS_rt_sigpending, &pend, sizeof pend) == 0 && (pend & pipe_bit);
+	long r = -1;
+	int tried = 0;
+	if (kind == K_FIFO) {
+		struct iovec v = {(void *)buf, n};
+		do /* offset -1: the current position, as write(2) */
+			r = syscall(SYS_pwritev2, fd, &v, 1, -1L, -1L, RWF_NOWAIT);
+		while (r < 0 && errno == EINTR);
+		tried = !(r < 0 && (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL));
+	}
+	if (!tried) { /* ttys and the like, and old kernels' pipes */
+		struct pollfd p = {fd, POLLOUT, 0};
+		struct timespec zero = {0, 0};
+		if (syscall(SYS_ppoll, &p, 1, &zero, NULL, 0) == 1 &&
+		    (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
+			do
+				r = syscall(SYS_write, fd, buf, n);
+			while (r < 0 && errno == EINTR);
+		} else {
+			r = -1;
+			errno = EAGAIN;
+		}
+	}
+	int e = errno;
+	if (r < 0 && e == EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+		syscall(SYS_rt_sigtimedwait, &pipe_bit, NULL, &zero, sizeof pipe_bit);
+	}
+	if (blocked && !(old & pipe_bit))
+		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &pipe_bit, NULL, sizeof pipe_bit);
+	errno = e;
+	return r;
+}
+
+static long put(int fd, enum kind kind, const char *buf, size_t n)
+{
+	long r;
+	switch (kind) {
+	case K_SOCK:
+		do
+			r = syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
+		while (r < 0 && errno == EINTR);
+		return r;
+	case K_REG:
+		do
+			r = syscall(SYS_write, fd, buf, n);
+		while (r < 0 && errno == EINTR);
+		return r;
+	default:
+		return guarded_write(fd, kind, buf, n);
+	}
+}
+
+static void tail(struct bs_line *l, size_t *n, const char *s)
+{
+	while (*s && *n < sizeof l->buf - 1)
+		l->buf[(*n)++] = *s++;
+}
+
+static void emit(struct target *t, struct bs_line *l)
+{
+	size_t n = l->n;
+	unsigned long d = atomic_exchange(&t->dropped, 0);
+	if (d) { /* into the room kept after BS_LINE_MAX */
+		char dg[24];
+		size_t i = digits(dg, d);
+		tail(l, &n, " (");
+		while (i)
+			l->buf[n++] = dg[--i];
+		tail(l, &n, d == 1 ? " log line dropped)" : " log lines dropped)");
+	}
+	l->buf[n++] = '\n';
+	long r = put(t->fd, t->kind, l->buf, n);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		atomic_fetch_add(&t->dropped, d + 1);
+}
+
 void bs_line_emit_fd(struct bs_line *l, int fd)
 {
 	int saved = errno;
-	l->buf[l->n++] = '\n'; /* room is always kept for it */
-	long r;
-	do /* the raw call: never the shim's own write() wrapper */
-		r = syscall(SYS_write, fd, l->buf, l->n);
-	while (r < 0 && errno == EINTR);
-	l->n--;
+	struct target t;
+	record(&t, fd);
+	emit(&t, l);
 	errno = saved;
 }
 
 void bs_line_emit(struct bs_line *l, enum bs_level level)
 {
-	int fd = g_fd >= 0 ? g_fd : 2;
-	if (bs_log_enabled(level) && same_target(fd))
-		bs_line_emit_fd(l, fd);
+	int saved = errno;
+	if (bs_log_enabled(level) && same_target(&g_out))
+		emit(&g_out, l);
+	errno = saved;
+}
+
+void bs_line_emit_stderr(struct bs_line *l)
+{
+	int saved = errno;
+	if (same_target(g_errt))
+		emit(g_errt, l);
+	errno = saved;
 }

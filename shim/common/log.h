@@ -3,8 +3,22 @@
  *
  * Promise: no stdio, no allocation, no locks; formatting happens in a
  * caller-owned stack buffer and the finished line goes out in a single
- * write(2), so lines from threads and processes never interleave and the
- * whole module is async-signal-safe. errno is left as it was found.
+ * write-type system call, so lines from threads and processes never
+ * interleave and the whole module is async-signal-safe. errno is left as it
+ * was found.
+ *
+ * Text is escaped as it is added: bytes below 0x20, 0x7f and bytes >= 0x80
+ * become \xHH and a backslash becomes \\, so a line holds only printable
+ * ASCII and ends with its one '\n' whatever a file name, spec or value
+ * contained.
+ *
+ * Writing never harms the program: nothing is written to an fd whose
+ * identity (device and inode) was not recorded by bs_log_setup() or has
+ * changed since; a write never blocks (a full pipe or socket drops the line,
+ * and the next line that gets through says how many were dropped); it never
+ * raises SIGPIPE (MSG_NOSIGNAL on sockets; elsewhere SIGPIPE is blocked in
+ * the calling thread for the write and one it caused is consumed); the
+ * fd's flags are never changed.
  */
 #ifndef BS_LOG_H
 #define BS_LOG_H
@@ -14,19 +28,25 @@
 
 enum bs_level { BS_LOG_OFF = 0, BS_LOG_ERROR = 1, BS_LOG_INFO = 2, BS_LOG_DEBUG = 3 };
 
-#define BS_LINE_MAX 480
+#define BS_LINE_MAX 480  /* a line's text and '\n', before the dropped note */
+#define BS_LINE_TAIL 48  /* room for " (N log lines dropped)" */
 
 struct bs_line {
 	size_t n;
-	char buf[BS_LINE_MAX];
+	char buf[BS_LINE_MAX + BS_LINE_TAIL];
 };
 
-/* Where lines go and which ones. fd < 0 means stderr. */
+/* Where lines go and which ones. fd < 0 means stderr. Records the identity
+ * of that fd and of fd 2 as they are now: later writes go only to the same
+ * file (a closed fd whose number was reused is never written to). */
 void bs_log_setup(enum bs_level level, int fd);
 int bs_log_enabled(enum bs_level level);
+/* Lines dropped (target full) and not yet reported. */
+unsigned long bs_log_dropped(void);
 
 /* Start a line with the "backoffshim[PID]: " prefix. */
 void bs_line_start(struct bs_line *l);
+/* Text from anywhere, escaped (see above); a line is cut at BS_LINE_MAX. */
 void bs_line_str(struct bs_line *l, const char *s);
 void bs_line_mem(struct bs_line *l, const char *s, size_t n);
 void bs_line_u64(struct bs_line *l, uint64_t v);
@@ -35,7 +55,11 @@ void bs_line_dur(struct bs_line *l, uint64_t ns);
 
 /* Finish with '\n' and write to the configured fd (if level is enabled). */
 void bs_line_emit(struct bs_line *l, enum bs_level level);
-/* Finish and write to a given fd regardless of level (config errors). */
+/* Finish and write to fd 2 as recorded by bs_log_setup(), regardless of
+ * level (config problems). */
+void bs_line_emit_stderr(struct bs_line *l);
+/* Finish and write to a given fd regardless of level and identity (the
+ * command's own stderr); still never blocks and never raises SIGPIPE. */
 void bs_line_emit_fd(struct bs_line *l, int fd);
 
 #endif

@@ -11,6 +11,8 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
@@ -45,14 +47,56 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	bs_config_describe(&g_problems[g_nproblems++], origin, line, key, value, why);
 }
 
+/* The log file's directory is sticky and world-writable (like /tmp): anyone
+ * may have planted a symbolic link there, so it is not followed. */
+static int in_sticky_dir(const char *path)
+{
+	char dir[sizeof g_cfg.log_file];
+	const char *slash = strrchr(path, '/');
+	size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+	if (n)
+		memcpy(dir, path, n);
+	else
+		dir[n++] = '.';
+	dir[n] = '\0';
+	struct stat st;
+	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) &&
+	       (st.st_mode & S_IWOTH);
+}
+
+/* The log file: opened without blocking (a FIFO needs a reader already),
+ * never as fd 0, 1 or 2 (a program started with one of them closed keeps it
+ * closed), close-on-exec, and only if it is a regular file, a character
+ * device or a FIFO. Otherwise one line says why, and lines go to stderr. */
 static void open_log(void)
 {
 	int fd = -1;
-	if (g_cfg.log_file[0]) {
-		fd = open(g_cfg.log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0)
-			report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, g_cfg.log_file,
-			       "cannot open for appending, logging to stderr");
+	const char *path = g_cfg.log_file;
+	if (path[0]) {
+		int nofollow = in_sticky_dir(path);
+		int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+			    (nofollow ? O_NOFOLLOW : 0);
+		int raw = (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0644);
+		const char *why = NULL;
+		struct stat st;
+		if (raw < 0) {
+			why = errno == ENXIO ? "a FIFO with no reader (or a socket), logging to stderr"
+			    : errno == ELOOP && nofollow
+				? "a symbolic link in a world-writable sticky directory; "
+				  "not followed, logging to stderr"
+				: "cannot open for appending, logging to stderr";
+		} else if (syscall(SYS_fstat, raw, &st) != 0 ||
+			   !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+			why = "not a regular file, character device or FIFO, logging to stderr";
+		} else {
+			fd = raw > 2 ? raw : (int)syscall(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
+			if (fd < 0)
+				why = "cannot open for appending, logging to stderr";
+		}
+		if (raw >= 0 && raw != fd)
+			syscall(SYS_close, raw);
+		if (why)
+			report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, path, why);
 	}
 	bs_log_setup((enum bs_level)g_cfg.log_level, fd);
 }
@@ -92,14 +136,14 @@ static void init(void)
 	if (g_cfg.log_level != BS_LOG_OFF) {
 		unsigned n = g_nproblems < MAX_PROBLEMS ? g_nproblems : MAX_PROBLEMS;
 		for (unsigned i = 0; i < n; i++)
-			bs_line_emit_fd(&g_problems[i], 2);
+			bs_line_emit_stderr(&g_problems[i]);
 		if (g_nproblems > MAX_PROBLEMS) {
 			struct bs_line l;
 			bs_line_start(&l);
 			bs_line_str(&l, "config: ");
 			bs_line_u64(&l, g_nproblems - MAX_PROBLEMS);
 			bs_line_str(&l, " more problems not shown");
-			bs_line_emit_fd(&l, 2);
+			bs_line_emit_stderr(&l);
 		}
 	}
 	if (g_cfg.seed_set) {

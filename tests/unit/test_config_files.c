@@ -1,14 +1,17 @@
 /* Unit tests for config files on disk (config.c): bs_config_load_file errors
  * (directory, missing, over 1 MiB) and success, and bs_config_load's
  * precedence defaults < file < environment, with missing and unreadable
- * BACKOFFSHIM_CONFIG files. */
+ * BACKOFFSHIM_CONFIG files; special files (a FIFO, a character device) are
+ * never read (a FIFO would block) except /dev/null, which is quietly empty. */
 #include "config_helpers.h"
 
 #include "config.h"
 #include "log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -147,6 +150,58 @@ static void test_load_file_errors(void **state)
 	assert_true(c.policy.jitter == 0.5);
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "reading a config file blocked\n";
+	if (write(2, msg, sizeof msg - 1)) {}
+	_exit(3);
+}
+
+static void test_special_files_are_not_read(void **state)
+{
+	(void)state;
+	const struct bs_config def = defaults();
+	struct bs_config c = defaults();
+	struct reps rs = {0};
+	char dir[] = "/tmp/bs_test_dir_XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char fifo[64];
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(10); /* a FIFO without a writer: open or read would wait forever */
+	int rc_fifo = bs_config_load_file(&c, fifo, capture, &rs);
+	int rc_zero = bs_config_load_file(&c, "/dev/zero", capture, &rs);
+	int rc_null = bs_config_load_file(&c, "/dev/null", capture, &rs);
+	int rc_dir = bs_config_load_file(&c, dir, capture, &rs);
+	/* Through BACKOFFSHIM_CONFIG too. */
+	const struct var env[] = {{"BACKOFFSHIM_CONFIG", fifo}, {NULL, NULL}};
+	struct reps rs2 = {0};
+	struct bs_config c2;
+	use_env(env);
+	bs_config_load(&c2, fake_getenv, capture, &rs2);
+	alarm(0);
+	assert_int_equal(unlink(fifo), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(rc_fifo, -1);
+	assert_int_equal(rc_zero, -1);
+	assert_int_equal(rc_null, 0);
+	assert_int_equal(rc_dir, -1);
+	assert_int_equal(rs.n, 3); /* /dev/null says nothing */
+	assert_string_equal(rs.r[0].origin, fifo);
+	assert_string_equal(rs.r[0].why, "not a regular file");
+	assert_int_equal(rs.r[0].line, 0);
+	assert_false(rs.r[0].has_key || rs.r[0].has_value);
+	assert_string_equal(rs.r[1].origin, "/dev/zero");
+	assert_string_equal(rs.r[1].why, "not a regular file");
+	assert_string_equal(rs.r[2].why, "not a regular file");
+	same_config(&c, &def);
+	assert_int_equal(rs2.n, 1);
+	assert_string_equal(rs2.r[0].why, "not a regular file");
+	same_config(&c2, &def);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_missing_config_file),
 		cmocka_unit_test(test_unreadable_config_file),
 		cmocka_unit_test(test_load_file_errors),
+		cmocka_unit_test(test_special_files_are_not_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,13 +1,19 @@
 /* Unit tests for log: line building, duration text, levels, one write per
- * line, errno untouched. */
+ * line, errno untouched; escaping (no control byte ever leaves), never
+ * blocking (full pipe or socket: dropped and counted), never SIGPIPE, never
+ * writing to an fd not confirmed at set-up, the fd's flags untouched. */
 #include "unit.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 
 static int pipefd[2];
@@ -117,6 +123,339 @@ static void test_long_lines_are_truncated_whole(void **state)
 	assert_null(memchr(buf, '\n', n - 1));
 }
 
+/* A line as it left: printable ASCII only, one '\n' at the end. */
+static void assert_clean_line(const char *buf, size_t n)
+{
+	assert_true(n >= 1);
+	assert_int_equal(buf[n - 1], '\n');
+	for (size_t i = 0; i + 1 < n; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c < 0x20 || c >= 0x7f)
+			fail_msg("byte 0x%02x at %zu in %.*s", c, i, (int)n, buf);
+	}
+}
+
+static void test_every_byte_is_escaped(void **state)
+{
+	(void)state;
+	char all[256], buf[4096];
+	for (int i = 0; i < 255; i++)
+		all[i] = (char)(i + 1);
+	all[255] = '\0';
+	bs_log_setup(BS_LOG_INFO, pipefd[1]);
+	for (size_t from = 0; from < 255; from += 60) { /* each piece fits a line */
+		struct bs_line l;
+		bs_line_start(&l);
+		bs_line_mem(&l, all + from, from + 60 < 255 ? 60 : 255 - from);
+		bs_line_mem(&l, "\0\n\x1b\x7f\xff", 5);
+		bs_line_emit(&l, BS_LOG_INFO);
+		size_t n = drain(buf, sizeof buf);
+		assert_clean_line(buf, n);
+		assert_non_null(strstr(buf, "\\x00\\x0a\\x1b\\x7f\\xff\n"));
+	}
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "a\\b\x1b[31mc\r\ne\xc3\xa9");
+	bs_line_emit(&l, BS_LOG_INFO);
+	drain(buf, sizeof buf);
+	assert_non_null(strstr(buf, "]: a\\\\b\\x1b[31mc\\x0d\\x0ae\\xc3\\xa9\n"));
+	/* Escapes near the end of a full line are cut whole. */
+	bs_line_start(&l);
+	for (int i = 0; i < 200; i++)
+		bs_line_str(&l, "\x01\x02");
+	bs_line_emit(&l, BS_LOG_INFO);
+	size_t n = drain(buf, sizeof buf);
+	assert_true(n <= BS_LINE_MAX);
+	assert_clean_line(buf, n);
+	assert_non_null(strstr(buf, "\\x01\\x02"));
+	assert_int_equal(buf[n - 5], '\\');
+}
+
+static int reported;
+
+/* A report callback: the library's line for it must be clean. */
+static void describe_clean(void *ctx, const char *origin, unsigned line, const char *key,
+			   const char *value, const char *why)
+{
+	(void)ctx;
+	char buf[4096];
+	struct bs_line l;
+	bs_config_describe(&l, origin, line, key, value, why);
+	bs_line_emit_fd(&l, pipefd[1]);
+	size_t n = drain(buf, sizeof buf);
+	assert_clean_line(buf, n);
+	assert_non_null(strstr(buf, "\\x1b[2K") ? buf : strstr(buf, "\\x0al"));
+	reported++;
+}
+
+static void test_config_lines_are_clean(void **state)
+{
+	(void)state;
+	static const char *const nasty[] = {
+		"plain", "new\nline", "esc\x1b]0;title\x07", "del\x7f", "utf8 \xc3\xa9",
+		"back\\slash", "cr\rlf", "\xff\xfe", "tab\tkey",
+	};
+	const size_t k = sizeof nasty / sizeof nasty[0];
+	char buf[4096];
+	bs_log_setup(BS_LOG_INFO, pipefd[1]);
+	for (size_t i = 0; i < k; i++)
+		for (unsigned line = 0; line < 2; line++) {
+			struct bs_line l;
+			const char *o = nasty[i], *v = nasty[(i + 1) % k], *w = nasty[(i + 2) % k];
+			bs_config_describe(&l, o, line, line ? nasty[(i + 3) % k] : NULL, v, w);
+			bs_line_emit_fd(&l, pipefd[1]);
+			assert_clean_line(buf, drain(buf, sizeof buf));
+			bs_config_describe(&l, o, line, NULL, line ? v : NULL, w); /* [dest], file */
+			bs_line_emit_fd(&l, pipefd[1]);
+			assert_clean_line(buf, drain(buf, sizeof buf));
+		}
+	/* The duplicate-section reason quotes the earlier spec and origin. */
+	static struct bs_rules rules;
+	struct bs_config c;
+	bs_config_defaults(&c);
+	c.rules = &rules;
+	static const char ini[] = "[dest unix:/a\x1b[2Kb]\npolicy = off\n"
+				  "[dest unix:/a\x1b[2Kb]\npolicy = off\n";
+	reported = 0;
+	bs_config_parse_ini(&c, "dir\n/x.ini", ini, sizeof ini - 1, describe_clean, NULL);
+	bs_dest_env(&c, "unix:/n\nl=policy:off;unix:/n\nl=policy:off", describe_clean, NULL);
+	assert_int_equal(reported, 2);
+}
+
+/* --- never blocking: a full target drops the line and counts it --- */
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "log write blocked\n";
+	if (write(2, msg, sizeof msg - 1)) {}
+	_exit(3);
+}
+
+static void wait_line(void)
+{
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "connect 127.0.0.1:5432: Connection refused (attempt 1), "
+			"next attempt in 1.00s");
+	bs_line_emit(&l, BS_LOG_INFO);
+}
+
+/* Emit until a line is dropped (bounded); returns how many went out. */
+static int fill(int fd)
+{
+	int i;
+	bs_log_setup(BS_LOG_INFO, fd);
+	for (i = 0; i < 100000 && bs_log_dropped() == 0; i++)
+		wait_line();
+	return i;
+}
+
+static void test_full_pipe_drops_and_counts(void **state)
+{
+	(void)state;
+	int p[2];
+	char buf[1 << 16];
+	assert_int_equal(pipe(p), 0); /* blocking, as a program's stderr is */
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	int sent = fill(p[1]);
+	assert_true(sent > 10 && sent < 100000);
+	for (int i = 0; i < 3; i++) /* more drops while it stays full */
+		wait_line();
+	alarm(0);
+	assert_int_equal(bs_log_dropped(), 4);
+	assert_int_equal(fcntl(p[1], F_GETFL) & O_NONBLOCK, 0); /* flags untouched */
+	/* Drain, then the next line says how many were lost, and only it. */
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	while (read(p[0], buf, sizeof buf) > 0) {
+	}
+	struct bs_line l;
+	for (int i = 0; i < 2; i++) {
+		bs_line_start(&l);
+		bs_line_str(&l, "next");
+		bs_line_emit(&l, BS_LOG_INFO);
+		ssize_t n = read(p[0], buf, sizeof buf - 1);
+		assert_true(n > 0);
+		buf[n] = '\0';
+		assert_clean_line(buf, (size_t)n);
+		assert_non_null(strstr(buf, i == 0 ? ": next (4 log lines dropped)\n" : ": next\n"));
+		assert_null(strstr(buf, i == 0 ? "next\n" : "dropped"));
+	}
+	assert_int_equal(bs_log_dropped(), 0);
+	/* A full line still gets its whole note. */
+	bs_log_setup(BS_LOG_INFO, p[1]);
+	fill(p[1]);
+	while (read(p[0], buf, sizeof buf) > 0) {
+	}
+	bs_line_start(&l);
+	for (int i = 0; i < 100; i++)
+		bs_line_str(&l, "abcdefgh");
+	bs_line_emit(&l, BS_LOG_INFO);
+	ssize_t n = read(p[0], buf, sizeof buf - 1);
+	static const char note[] = " (1 log line dropped)\n";
+	assert_int_equal(n, BS_LINE_MAX - 1 + sizeof note - 1);
+	buf[n] = '\0';
+	assert_string_equal(buf + BS_LINE_MAX - 1, note);
+	assert_clean_line(buf, (size_t)n);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void test_full_socket_drops_and_counts(void **state)
+{
+	(void)state;
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	int sent = fill(sv[0]);
+	alarm(0);
+	assert_true(sent > 10 && sent < 100000);
+	assert_int_equal(bs_log_dropped(), 1);
+	assert_int_equal(fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* --- never SIGPIPE --- */
+
+static volatile sig_atomic_t pipes;
+
+static void on_pipe(int sig)
+{
+	(void)sig;
+	pipes++;
+}
+
+static int pipe_pending(void)
+{
+	sigset_t s;
+	sigpending(&s);
+	return sigismember(&s, SIGPIPE);
+}
+
+static int pipe_blocked(void)
+{
+	sigset_t s;
+	sigprocmask(SIG_BLOCK, NULL, &s);
+	return sigismember(&s, SIGPIPE);
+}
+
+static void emit_to_dead(int fd)
+{
+	struct bs_line l;
+	bs_log_setup(BS_LOG_INFO, fd);
+	bs_line_start(&l);
+	bs_line_str(&l, "nobody reads this");
+	errno = 0;
+	bs_line_emit(&l, BS_LOG_INFO);
+	assert_int_equal(errno, 0);
+}
+
+static void test_no_sigpipe(void **state)
+{
+	(void)state;
+	struct sigaction sa = {.sa_handler = on_pipe}, old;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPIPE, &sa, &old);
+	int p[2], sv[2];
+	assert_int_equal(pipe(p), 0);
+	close(p[0]);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	close(sv[1]);
+
+	pipes = 0;
+	emit_to_dead(p[1]);
+	emit_to_dead(sv[0]);
+	assert_int_equal(pipes, 0);
+	assert_false(pipe_pending());
+	assert_false(pipe_blocked()); /* the mask is as it was */
+
+	/* Blocked by the program: left blocked, and nothing left pending. */
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &s, NULL);
+	emit_to_dead(p[1]);
+	assert_true(pipe_blocked());
+	assert_false(pipe_pending());
+	/* Pending already (the program's own): still pending afterwards. */
+	raise(SIGPIPE);
+	assert_true(pipe_pending());
+	emit_to_dead(p[1]);
+	assert_true(pipe_pending());
+	sigprocmask(SIG_UNBLOCK, &s, NULL); /* delivered now */
+	assert_int_equal(pipes, 1);
+
+	sigaction(SIGPIPE, &old, NULL);
+	close(p[1]);
+	close(sv[0]);
+}
+
+/* --- only the file confirmed at set-up --- */
+
+static void test_fd_unknown_at_setup_is_never_written(void **state)
+{
+	(void)state;
+	char buf[1024];
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	int fd = p[1];
+	close(fd);
+	bs_log_setup(BS_LOG_INFO, fd); /* closed now: unknown */
+	assert_int_equal(dup2(pipefd[1], fd), fd); /* the number is reused */
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "must not arrive");
+	bs_line_emit(&l, BS_LOG_INFO);
+	assert_int_equal(drain(buf, sizeof buf), 0);
+	/* Known at set-up, then replaced: not written either. */
+	bs_log_setup(BS_LOG_INFO, fd);
+	bs_line_emit(&l, BS_LOG_INFO);
+	assert_true(drain(buf, sizeof buf) > 0);
+	int q[2];
+	assert_int_equal(pipe(q), 0);
+	assert_int_equal(dup2(q[1], fd), fd);
+	bs_line_emit(&l, BS_LOG_INFO);
+	assert_int_equal(read(q[0], buf, 0), 0);
+	fcntl(q[0], F_SETFL, O_NONBLOCK);
+	assert_true(read(q[0], buf, sizeof buf) < 0);
+	close(fd);
+	close(p[0]);
+	close(q[0]);
+	close(q[1]);
+}
+
+static void test_stderr_lines_go_to_fd2_as_at_setup(void **state)
+{
+	(void)state;
+	char buf[1024];
+	int saved = dup(2);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(pipefd[1], 2), 2);
+	bs_log_setup(BS_LOG_INFO, 12345); /* log file unusable: stderr still known */
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "config: x");
+	bs_line_emit_stderr(&l);
+	size_t n = drain(buf, sizeof buf);
+	int q[2];
+	assert_int_equal(pipe(q), 0);
+	int reused = dup2(q[1], 2) == 2; /* stderr closed, its number reused */
+	bs_line_emit_stderr(&l);
+	dup2(saved, 2);
+	close(saved);
+	fcntl(q[0], F_SETFL, O_NONBLOCK);
+	ssize_t leaked = read(q[0], buf + n + 1, sizeof buf - n - 1);
+	close(q[0]);
+	close(q[1]);
+	assert_true(n > 0 && strstr(buf, "config: x\n"));
+	assert_true(reused);
+	assert_true(leaked < 0); /* nothing went into the reused fd 2 */
+	bs_log_setup(BS_LOG_INFO, -1);
+}
+
 static void test_errno_untouched(void **state)
 {
 	(void)state;
@@ -136,6 +475,13 @@ int main(void)
 		cmocka_unit_test(test_line_format_and_single_write),
 		cmocka_unit_test(test_levels_filter),
 		cmocka_unit_test(test_long_lines_are_truncated_whole),
+		cmocka_unit_test(test_every_byte_is_escaped),
+		cmocka_unit_test(test_config_lines_are_clean),
+		cmocka_unit_test(test_full_pipe_drops_and_counts),
+		cmocka_unit_test(test_full_socket_drops_and_counts),
+		cmocka_unit_test(test_no_sigpipe),
+		cmocka_unit_test(test_fd_unknown_at_setup_is_never_written),
+		cmocka_unit_test(test_stderr_lines_go_to_fd2_as_at_setup),
 		cmocka_unit_test(test_errno_untouched),
 	};
 	return cmocka_run_group_tests_name("log", tests, setup, teardown);

@@ -1,0 +1,324 @@
+"""What the shim's own log lines and config files must never do to a
+program: kill it (SIGPIPE), block it (a full pipe, a FIFO), write into its
+sockets or files, take its standard fds, forge lines with control bytes, or
+follow a planted symlink. Each test runs the same unmodified program with and
+without the shim and compares exit status, output and what peers receive."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+from lib import (BUILD, SynSniffer, TestFailure, base_env, check, free_port, prog,
+                 shim_env)
+
+LOGHARM = prog("logharm")
+CLI = os.path.join(BUILD, "backoffshim")
+# Any control byte but the line ends, or DEL: a forged or garbled line.
+CTRL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]")
+LINE = re.compile(rb"^backoffshim\[\d+\]: [\x20-\x7e]*$")
+
+
+def _run(cmd, env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+         stderr=subprocess.PIPE, close=(), timeout=20):
+    """Run cmd with the given fds; `close` lists standard fds the program
+    starts without. Returns (rc, stdout bytes, stderr bytes)."""
+    pre = None
+    if close:
+        def pre():
+            for fd in close:
+                os.close(fd)
+    p = subprocess.Popen(cmd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                         preexec_fn=pre)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise TestFailure("%s hung (killed after %ds)" % (" ".join(cmd), timeout))
+    return p.returncode, out or b"", err or b""
+
+
+def _shim_lines(err):
+    lines = err.splitlines()
+    check(not CTRL.search(err), "control bytes on stderr: %r" % err[-600:])
+    for ln in lines:
+        check(LINE.match(ln), "not a shim line: %r" % ln)
+    return lines
+
+
+def _dead_port():
+    return str(free_port())
+
+
+# --- row 1: SIGPIPE ------------------------------------------------------
+
+def _with_dead_stderr(cmd, env):
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone: a write gets EPIPE (and SIGPIPE)
+    try:
+        return _run(cmd, env, stderr=w)[:2]
+    finally:
+        os.close(w)
+
+
+def test_stderr_pipe_without_reader_does_not_kill_the_program():
+    cmd = [LOGHARM, "connect", "127.0.0.1", _dead_port()]
+    want = _with_dead_stderr(cmd, base_env())
+    check(want == (0, b"fd=3\nfail ECONNREFUSED\n"), "baseline: %r" % (want,))
+    # A config line (at start-up), then connect lines (wait, give-up).
+    for env in (shim_env(BACKOFFSHIM_JITTER="5", BACKOFFSHIM_POLICY="off"),
+                shim_env(BACKOFFSHIM_MAX_ATTEMPTS="2")):
+        got = _with_dead_stderr(cmd, env)
+        check(got == want, "with the shim: %r (exit -13 is SIGPIPE), without: %r"
+              % (got, want))
+
+
+# --- row 16: a full stderr pipe -------------------------------------------
+
+def test_log_never_blocks_on_a_full_stderr_pipe():
+    """The parent reads the child's stderr only after it exited; ~1500 wait
+    lines fill the 64 KiB pipe: they are dropped, the child is not blocked,
+    and the pipe's O_NONBLOCK is untouched."""
+    port = _dead_port()
+    cmd = [LOGHARM, "connect", "127.0.0.1", port]
+    env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1ms", BACKOFFSHIM_MAX_BACKOFF="1ms",
+                   BACKOFFSHIM_MULTIPLIER="1", BACKOFFSHIM_JITTER="0",
+                   BACKOFFSHIM_MAX_ATTEMPTS="1500", BACKOFFSHIM_MAX_ELAPSED="60s")
+    outs = []
+    for e in (base_env(), env):
+        r, w = os.pipe()
+        try:
+            rc, out, _ = _run(cmd, e, stderr=w, timeout=30)
+            check(os.get_blocking(w), "the program's stderr became O_NONBLOCK")
+            os.set_blocking(r, False)
+            err = b""
+            for _ in range(100):  # bounded: at most 64 KiB are in the pipe
+                try:
+                    chunk = os.read(r, 65536)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                err += chunk
+        finally:
+            os.close(r)
+            os.close(w)
+        outs.append((rc, out))
+    check(outs[0] == (0, b"fd=3\nfail ECONNREFUSED\n"), "baseline: %r" % (outs[0],))
+    check(outs[1] == outs[0], "with the shim %r, without %r" % (outs[1], outs[0]))
+    lines = _shim_lines(err)
+    check(500 <= len(lines) < 1500, "expected a full pipe's worth of lines, got %d"
+          % len(lines))
+
+
+# --- row 5: started with stderr closed ------------------------------------
+
+class Recorder:
+    """Accepts connections, records everything each client sends until it
+    shuts down its side, then answers "pong"."""
+
+    def __init__(self, port):
+        self.port, self.got = port, []
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(8)
+        self.sock.settimeout(0.05)
+        self.stop = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            c.settimeout(5)
+            data = b""
+            try:
+                while len(data) < 65536:
+                    b = c.recv(4096)
+                    if not b:
+                        break
+                    data += b
+                c.sendall(b"pong\n")
+            except OSError:
+                pass
+            self.got.append(data)
+            c.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+def test_program_started_without_stderr_gets_no_log_in_its_socket():
+    """fd 2 closed at start: the program's socket becomes fd 2. Wait lines and
+    the "connected" line must not be sent to the program's server."""
+    port = free_port()
+    cmd = [LOGHARM, "connect", "127.0.0.1", str(port)]
+    srv = Recorder(port)
+    try:
+        rc0, out0, _ = _run(cmd, base_env(), stderr=None, close=(2,))
+    finally:
+        srv.close()
+    check((rc0, out0) == (0, b"fd=2\ngot pong\n") and srv.got == [b"ping\n"],
+          "baseline: %r %r %r" % (rc0, out0, srv.got))
+    env = shim_env(BACKOFFSHIM_LOG="debug")
+    with SynSniffer(port) as sn:
+        res = []
+        t = threading.Thread(target=lambda: res.append(
+            _run(cmd, env, stderr=None, close=(2,), timeout=20)), daemon=True)
+        t.start()
+        seen = sn.wait_for(3, timeout=10)
+        srv = Recorder(port)
+        try:
+            t.join(25)
+        finally:
+            srv.close()
+    check(res, "the program did not finish")
+    rc1, out1, _ = res[0]
+    check((rc1, out1) == (rc0, out0), "with the shim %r (-13: SIGPIPE from a line written "
+          "into its unconnected socket), without %r" % ((rc1, out1), (rc0, out0)))
+    check(srv.got == [b"ping\n"], "the server received %r" % srv.got)
+    check(seen >= 3, "only %d SYNs before the server started" % seen)
+
+
+# --- row 6: the log file and the standard fds -----------------------------
+
+def test_log_file_never_takes_a_standard_fd():
+    d = tempfile.mkdtemp()
+    try:
+        log = os.path.join(d, "shim.log")
+        for closed in (0, 1, 2):
+            env0 = base_env()
+            env1 = shim_env(BACKOFFSHIM_LOG_FILE=log)
+            outs = []
+            for env in (env0, env1):
+                rc, out, err = _run([LOGHARM, "write"], env, close=(closed,),
+                                    stdout=None if closed == 1 else subprocess.PIPE,
+                                    stderr=None if closed == 2 else subprocess.PIPE)
+                outs.append((rc, out, err))
+            check(outs[1] == outs[0], "fd %d closed: with the shim %r, without %r"
+                  % (closed, outs[1], outs[0]))
+            text = open(log, "rb").read() if os.path.exists(log) else b""
+            check(b"out" not in text and b"err\n" not in text,
+                  "the program's output went to the shim's log: %r" % text)
+    finally:
+        shutil.rmtree(d)
+
+
+# --- row 7: FIFOs as config or log file -----------------------------------
+
+def test_fifo_config_or_log_file_never_hangs_the_program():
+    d = tempfile.mkdtemp()
+    try:
+        fifo = os.path.join(d, "fifo")
+        os.mkfifo(fifo)
+        cmd = [LOGHARM, "connect", "127.0.0.1", _dead_port()]
+        rc0, out0, err0 = _run(cmd, base_env())
+        for env, what in ((shim_env(BACKOFFSHIM_CONFIG=fifo, BACKOFFSHIM_MAX_ATTEMPTS="1"),
+                           "not a regular file"),
+                          (shim_env(BACKOFFSHIM_MAX_ATTEMPTS="1", BACKOFFSHIM_LOG_FILE=fifo),
+                           "no reader")):
+            rc1, out1, err1 = _run(cmd, env, timeout=10)
+            check((rc1, out1) == (rc0, out0), "with the shim %r, without %r"
+                  % ((rc1, out1), (rc0, out0)))
+            lines = _shim_lines(err1)
+            check(lines and what.encode() in lines[0], "no warning: %r" % lines)
+        # /dev/null as the config file stays quiet.
+        rc1, out1, err1 = _run(cmd, shim_env(BACKOFFSHIM_CONFIG="/dev/null",
+                                             BACKOFFSHIM_POLICY="off"))
+        check((rc1, out1, err1) == (rc0, out0, b""), "/dev/null: %r" % ((rc1, out1, err1),))
+        # check-config on a FIFO answers instead of waiting for a writer.
+        rc, out, _ = _run([CLI, "check-config", fifo], base_env(), timeout=10)
+        check(rc == 1 and b"not a regular file" in out, "check-config: %r %r" % (rc, out))
+    finally:
+        shutil.rmtree(d)
+
+
+def test_fifo_as_etc_backoffshim_ini_never_hangs_the_program():
+    """The default config path, in a private mount namespace where
+    /etc/backoffshim.ini is a FIFO (an overlay over /etc)."""
+    d = tempfile.mkdtemp()
+    try:
+        cmd = [LOGHARM, "connect", "127.0.0.1", _dead_port()]
+        script = ('mount -t tmpfs none "$0" && mkdir "$0/u" "$0/w" && '
+                  'mount -t overlay overlay -o lowerdir=/etc,upperdir="$0/u",workdir="$0/w" /etc'
+                  ' && rm -f /etc/backoffshim.ini && mkfifo /etc/backoffshim.ini && exec "$@"')
+        wrap = ["unshare", "-m", "sh", "-c", script, d]
+        rc0, out0, _ = _run(wrap + cmd, base_env())
+        rc1, out1, err1 = _run(wrap + cmd, shim_env(BACKOFFSHIM_CONFIG=None,
+                                                    BACKOFFSHIM_POLICY="off"), timeout=10)
+        check((rc1, out1) == (rc0, out0) and rc0 == 0, "with the shim %r, without %r"
+              % ((rc1, out1), (rc0, out0)))
+        lines = _shim_lines(err1)
+        check(len(lines) == 1 and b"/etc/backoffshim.ini: not a regular file" in lines[0],
+              "expected one warning: %r" % lines)
+    finally:
+        shutil.rmtree(d)
+
+
+# --- row 14: control bytes from config text --------------------------------
+
+def test_control_bytes_in_config_never_reach_stderr():
+    spec = b"unix:/tmp/a\x1b[2K\x1b[1Gb\xff"
+    ini = b"[dest " + spec + b"]\npolicy = off\n[dest " + spec + b"]\npolicy = off\n"
+    rule = "unix:/x\nbackoffshim[1]: forged=policy:off"
+    with tempfile.NamedTemporaryFile("wb", suffix=".ini", delete=False) as f:
+        f.write(ini)
+        path = f.name
+    try:
+        cmd = [LOGHARM, "connect", "127.0.0.1", _dead_port()]
+        rc0, out0, _ = _run(cmd, base_env())
+        env = shim_env(BACKOFFSHIM_CONFIG=path, BACKOFFSHIM_POLICY="off",
+                       BACKOFFSHIM_DEST_RULES=rule + ";" + rule,
+                       BACKOFFSHIM_LOG_FILE="/nonexistent/\x1b]0;x\x07")
+        rc1, out1, err1 = _run(cmd, env)
+        check((rc1, out1) == (rc0, out0), "with the shim %r, without %r"
+              % ((rc1, out1), (rc0, out0)))
+        lines = _shim_lines(err1)
+        check(len(lines) == 3, "expected three problem lines: %r" % lines)
+        check(b"\\x1b[2K" in err1 and b"\\xff" in err1 and b"\\x0abackoffshim" in err1,
+              "not escaped: %r" % err1)
+        rc, out, _ = _run([CLI, "check-config", path], base_env())
+        check(rc == 1 and not CTRL.search(out) and b"\\x1b" in out,
+              "check-config output: %r" % out)
+    finally:
+        os.unlink(path)
+
+
+# --- row 15: a planted symlink ---------------------------------------------
+
+def test_log_file_symlink_in_sticky_directory_is_not_followed():
+    d = tempfile.mkdtemp()
+    try:
+        sticky = os.path.join(d, "tmp")
+        os.mkdir(sticky)
+        os.chmod(sticky, 0o1777)
+        os.chown(sticky, 65534, 65534)  # another user's directory, as /tmp can be
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        link = os.path.join(sticky, "shim.log")
+        os.symlink(victim, link)
+        os.lchown(link, 65534, 65534)
+        cmd = [LOGHARM, "connect", "127.0.0.1", _dead_port()]
+        rc0, out0, _ = _run(cmd, base_env())
+        rc1, out1, err1 = _run(cmd, shim_env(BACKOFFSHIM_LOG_FILE=link,
+                                             BACKOFFSHIM_MAX_ATTEMPTS="2"))
+        check(open(victim).read() == "precious\n", "the symlink was followed")
+        check((rc1, out1) == (rc0, out0), "with the shim %r, without %r"
+              % ((rc1, out1), (rc0, out0)))
+        lines = _shim_lines(err1)
+        check(lines and b"symbolic link" in lines[0], "no warning: %r" % lines)
+    finally:
+        shutil.rmtree(d)
