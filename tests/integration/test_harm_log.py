@@ -13,10 +13,10 @@ import sys
 import tempfile
 import threading
 
-F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, Python >= 3.10
-
 from lib import (BUILD, SynSniffer, TestFailure, base_env, check, free_port, prog,
                  shim_env)
+
+F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, Python >= 3.10
 
 LOGHARM = prog("logharm")
 CLI = os.path.join(BUILD, "backoffshim")
