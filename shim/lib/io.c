@@ -69,9 +69,13 @@ int bs_io_same_peer(int fd, uint64_t key)
 	return errno == ENOTCONN;
 }
 
-static struct bs_dest dest_of(struct bs_fdslot *s)
+/* fd's destination, its address copied into *ss (key and address from one
+ * consistent read; failing that, the key alone). */
+static struct bs_dest dest_of(int fd, struct bs_fdslot *s, struct sockaddr_storage *ss)
 {
-	struct bs_dest d = {atomic_load(&s->key), (const struct sockaddr *)s->addr, s->addrlen};
+	struct bs_dest d = {0, (const struct sockaddr *)ss, 0};
+	if (!bs_fd_read_dest(bs_fds(), fd, &d.key, ss, &d.len))
+		d.key = atomic_load(&s->key), d.len = 0;
 	if (!d.len)
 		d.addr = NULL;
 	return d;
@@ -96,7 +100,8 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 			return errno = err, r;
 		st = BS_FD_PROBATION;
 	}
-	struct bs_dest d = dest_of(s);
+	struct sockaddr_storage ss;
+	struct bs_dest d = dest_of(fd, s, &ss);
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	int bad = r == 0 || (r < 0 && (err == ECONNRESET || err == ETIMEDOUT ||
@@ -200,8 +205,9 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 		}
 		return errno = err, r;
 	}
-	if (send_error(err) && bs_io_same_peer(o->fd, atomic_load(&s->key))) {
-		struct bs_dest d = dest_of(s);
+	struct sockaddr_storage ss;
+	struct bs_dest d;
+	if (send_error(err) && bs_io_same_peer(o->fd, (d = dest_of(o->fd, s, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
 		if (sock_type(o->fd) != SOCK_STREAM)
