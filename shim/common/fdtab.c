@@ -10,30 +10,118 @@ void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap)
 	atomic_store(&t->high, 0);
 }
 
-void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
-		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
-		 socklen_t len)
+#define READ_TRIES 1024 /* loads of the generation before a reader gives up */
+
+/* What the generation guards, as plain values. */
+struct dest {
+	uint64_t key, dev, ino;
+	uint64_t addr[BS_FD_ADDR_WORDS];
+	uint32_t len, has_ident;
+};
+
+static void raise_high(struct bs_fdtab *t, int fd)
+{
+	unsigned h = atomic_load_explicit(&t->high, memory_order_relaxed);
+	while ((unsigned)fd + 1 > h && !atomic_compare_exchange_weak(&t->high, &h, (unsigned)fd + 1))
+		;
+}
+
+static uint32_t write_begin(struct bs_fdslot *s)
+{
+	uint32_t g = atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	return g;
+}
+
+/* Returns 1 if no other writer overlapped this one. */
+static int write_end(struct bs_fdslot *s, uint32_t began)
+{
+	uint32_t g = atomic_fetch_add_explicit(&s->gen, BS_FD_GEN_VERSION - 1,
+					       memory_order_release);
+	return !(began & BS_FD_GEN_WRITERS) && g == began + 1;
+}
+
+static void put(struct bs_fdslot *s, const struct dest *d)
+{
+	atomic_store_explicit(&s->key, d->key, memory_order_relaxed);
+	for (unsigned i = 0; i < BS_FD_ADDR_WORDS; i++)
+		atomic_store_explicit(&s->addr[i], d->addr[i], memory_order_relaxed);
+	atomic_store_explicit(&s->addrlen, d->len, memory_order_relaxed);
+	atomic_store_explicit(&s->ident_dev, d->dev, memory_order_relaxed);
+	atomic_store_explicit(&s->ident_ino, d->ino, memory_order_relaxed);
+	atomic_store_explicit(&s->has_ident, d->has_ident, memory_order_relaxed);
+}
+
+/* Write d under the generation. Returns 1 if no other writer overlapped;
+ * otherwise the slot's destination and identity are emptied again (the
+ * result of two writers at once is a mix) and 0 is returned. */
+static int write_dest(struct bs_fdslot *s, const struct dest *d)
+{
+	uint32_t g = write_begin(s);
+	put(s, d);
+	if (write_end(s, g))
+		return 1;
+	static const struct dest none;
+	g = write_begin(s);
+	put(s, &none);
+	write_end(s, g);
+	return 0;
+}
+
+static void get(struct bs_fdslot *s, struct dest *d)
+{
+	d->key = atomic_load_explicit(&s->key, memory_order_relaxed);
+	for (unsigned i = 0; i < BS_FD_ADDR_WORDS; i++)
+		d->addr[i] = atomic_load_explicit(&s->addr[i], memory_order_relaxed);
+	d->len = atomic_load_explicit(&s->addrlen, memory_order_relaxed);
+	d->dev = atomic_load_explicit(&s->ident_dev, memory_order_relaxed);
+	d->ino = atomic_load_explicit(&s->ident_ino, memory_order_relaxed);
+	d->has_ident = atomic_load_explicit(&s->has_ident, memory_order_relaxed);
+}
+
+/* A consistent copy of what the generation guards; 0 if none was had. */
+static int read_dest(struct bs_fdslot *s, struct dest *d)
+{
+	for (unsigned n = 0; n < READ_TRIES; n++) {
+		uint32_t g = atomic_load_explicit(&s->gen, memory_order_acquire);
+		if (g & BS_FD_GEN_WRITERS)
+			continue;
+		get(s, d);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->gen, memory_order_relaxed) == g)
+			return 1;
+	}
+	return 0;
+}
+
+static void track_dest(struct bs_fdtab *t, int fd, enum bs_fd_state st, const struct dest *d,
+		       uint64_t since, uint64_t call_start)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (!s)
 		return;
-	/* Invalidate first so a concurrent reader never pairs the new key
-	 * with the old address. */
+	/* Invalidate first: a reader that sees the new state also sees the
+	 * new destination (and bs_fd_read_dest never mixes old and new). */
 	atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&s->key, key, memory_order_relaxed);
 	atomic_store_explicit(&s->since, since, memory_order_relaxed);
 	atomic_store_explicit(&s->call_start, call_start, memory_order_relaxed);
+	int alone = write_dest(s, d);
+	raise_high(t, fd);
+	/* another write at once (a program racing on this number): untracked */
+	atomic_store_explicit(&s->state, alone ? st : BS_FD_NONE, memory_order_release);
+}
+
+void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
+		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
+		 socklen_t len)
+{
+	struct dest d = {.key = key};
 	if (addr && len <= BS_FD_ADDR_MAX) {
-		memcpy(s->addr, addr, len);
-		s->addrlen = len;
-	} else {
-		s->addrlen = 0;
+		memcpy(d.addr, addr, len);
+		d.len = len;
 	}
-	unsigned h = atomic_load_explicit(&t->high, memory_order_relaxed);
-	while ((unsigned)fd + 1 > h && !atomic_compare_exchange_weak(&t->high, &h, (unsigned)fd + 1))
-		;
-	atomic_store_explicit(&s->state, st, memory_order_release);
+	track_dest(t, fd, st, &d, since, call_start);
 }
 
 void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
@@ -45,11 +133,24 @@ void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
 	atomic_store_explicit(&s->state, st, memory_order_release);
 }
 
+static void clear_ident(struct bs_fdslot *s)
+{
+	uint32_t g = write_begin(s);
+	atomic_store_explicit(&s->has_ident, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->ident_dev, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->ident_ino, 0, memory_order_relaxed);
+	write_end(s, g);
+}
+
 void bs_fd_clear(struct bs_fdtab *t, int fd)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (s && atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
+	if (!s)
+		return;
+	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
 		atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_release);
+	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed))
+		clear_ident(s);
 }
 
 void bs_fd_copy(struct bs_fdtab *t, int from, int to)
@@ -58,13 +159,14 @@ void bs_fd_copy(struct bs_fdtab *t, int from, int to)
 	if (!d || from == to)
 		return;
 	unsigned st = f ? atomic_load(&f->state) : BS_FD_NONE;
-	if (st == BS_FD_NONE) {
+	struct dest x;
+	if (st == BS_FD_NONE || !read_dest(f, &x)) {
 		bs_fd_clear(t, to);
 		return;
 	}
 	atomic_store(&d->err, atomic_load(&f->err)); /* an owed error goes along */
-	bs_fd_track(t, to, (enum bs_fd_state)st, atomic_load(&f->key), atomic_load(&f->since),
-		    atomic_load(&f->call_start), (const struct sockaddr *)f->addr, f->addrlen);
+	track_dest(t, to, (enum bs_fd_state)st, &x, atomic_load(&f->since),
+		   atomic_load(&f->call_start));
 }
 
 void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi)
@@ -82,9 +184,7 @@ void bs_fd_fail(struct bs_fdtab *t, int fd, int err)
 	if (!s)
 		return;
 	atomic_store(&s->err, (uint32_t)err);
-	unsigned h = atomic_load_explicit(&t->high, memory_order_relaxed);
-	while ((unsigned)fd + 1 > h && !atomic_compare_exchange_weak(&t->high, &h, (unsigned)fd + 1))
-		;
+	raise_high(t, fd);
 	atomic_store_explicit(&s->state, BS_FD_FAILED, memory_order_release);
 }
 
@@ -95,4 +195,43 @@ int bs_fd_take_err(struct bs_fdtab *t, int fd)
 	if (!s || !atomic_compare_exchange_strong(&s->state, &want, BS_FD_NONE))
 		return 0;
 	return (int)atomic_load(&s->err);
+}
+
+int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
+		    struct sockaddr_storage *addr, socklen_t *len)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	struct dest d;
+	if (!s || !read_dest(s, &d))
+		return 0;
+	*key = d.key;
+	if (d.len > BS_FD_ADDR_MAX)
+		d.len = 0; /* cannot happen: writers never store more */
+	if (addr)
+		memcpy(addr, d.addr, d.len);
+	*len = d.len;
+	return 1;
+}
+
+void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (!s)
+		return;
+	uint32_t g = write_begin(s);
+	atomic_store_explicit(&s->ident_dev, dev, memory_order_relaxed);
+	atomic_store_explicit(&s->ident_ino, ino, memory_order_relaxed);
+	atomic_store_explicit(&s->has_ident, 1, memory_order_relaxed);
+	if (!write_end(s, g))
+		clear_ident(s); /* raced with another write: record nothing */
+	raise_high(t, fd); /* so close_range/closefrom clear it */
+}
+
+int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	struct dest d;
+	if (!s || !read_dest(s, &d))
+		return 0;
+	return d.has_ident && d.dev == dev && d.ino == ino;
 }

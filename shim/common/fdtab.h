@@ -9,7 +9,22 @@
  * A slot may be stale if the program closed the fd behind the shim's back
  * (a raw syscall, a libc-internal close) and the number was reused; callers
  * check the socket's identity on the rare path (an error, the first byte),
- * never on every call.
+ * never on every call. A slot can record that identity (device and inode of
+ * the socket) for them.
+ *
+ * Consistency: the destination (key, address, length) and the identity are
+ * written together under a per-slot generation word, seqlock style: a writer
+ * adds 1 to the writer count in its low bits before it writes and, after,
+ * takes the 1 back and adds 1 to the version in the high bits. A reader
+ * (bs_fd_read_dest, bs_fd_ident_matches) copies the words between two loads
+ * of the generation and accepts the copy only if no writer was active at
+ * the first and nothing changed by the second; it retries a bounded number
+ * of times, then reports failure instead of waiting (a signal handler may
+ * have interrupted the writer). Every field is an atomic word, so readers
+ * never race in the language's sense. Writers never wait either: two
+ * writers on one slot at once (a program racing on one fd number) both see
+ * the overlap, and the slot is left untracked with no address or identity
+ * rather than a mix of the two.
  */
 #ifndef BS_FDTAB_H
 #define BS_FDTAB_H
@@ -28,15 +43,23 @@ enum bs_fd_state {
 };
 
 #define BS_FD_ADDR_MAX 28 /* sockaddr_in6 */
+#define BS_FD_ADDR_WORDS ((BS_FD_ADDR_MAX + 7) / 8)
+
+/* generation word: writers active in the low bits, version above */
+#define BS_FD_GEN_WRITERS 0xffu
+#define BS_FD_GEN_VERSION 0x100u
 
 struct bs_fdslot {
 	_Atomic uint32_t state;
-	uint32_t addrlen;
+	_Atomic uint32_t gen;        /* guards key, addr, addrlen, ident_* */
 	_Atomic uint64_t key;        /* destination */
 	_Atomic uint64_t since;      /* ns: attempt start, or connect time */
 	_Atomic uint64_t call_start; /* ns: the program's connect() call */
-	unsigned char addr[BS_FD_ADDR_MAX];
-	_Atomic uint32_t err; /* with BS_FD_FAILED */
+	_Atomic uint64_t addr[BS_FD_ADDR_WORDS]; /* the sockaddr's bytes */
+	_Atomic uint32_t addrlen;
+	_Atomic uint32_t err;        /* with BS_FD_FAILED */
+	_Atomic uint64_t ident_dev, ident_ino; /* the socket, if has_ident */
+	_Atomic uint32_t has_ident;
 };
 
 struct bs_fdtab {
@@ -61,20 +84,37 @@ static inline unsigned bs_fd_state(struct bs_fdtab *t, int fd)
 		       : BS_FD_NONE;
 }
 
-/* Start tracking fd (addr may be NULL for kinds not reconnected). */
+/* Start tracking fd (addr may be NULL for kinds not reconnected; an
+ * address longer than BS_FD_ADDR_MAX is not kept). Clears the identity. */
 void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
 		 socklen_t len);
 /* Move a tracked fd to a new state (no-op if untracked). */
 void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since);
+/* Forget fd: untracked, identity cleared. */
 void bs_fd_clear(struct bs_fdtab *t, int fd);
 /* The connect error was consumed by the shim; keep it for the program. */
 void bs_fd_fail(struct bs_fdtab *t, int fd, int err);
 /* Take an owed error (0 if none) and forget the fd. */
 int bs_fd_take_err(struct bs_fdtab *t, int fd);
-/* dup2/dup3: `to` now names what `from` names. */
+/* dup2/dup3: `to` now names what `from` names (state, destination, times,
+ * owed error, identity). */
 void bs_fd_copy(struct bs_fdtab *t, int from, int to);
 /* close_range/closefrom: clear fds lo..hi inclusive (bounded by high). */
 void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi);
+
+/* A consistent copy of fd's destination: *key, the address (*len bytes
+ * into *addr, 0 if none was kept; addr may be NULL). Returns 1, or 0 if fd
+ * is out of range or no consistent copy was had within a bounded number of
+ * tries (a write in progress): the caller treats the destination as
+ * unknown. Says nothing about the state: read that separately. */
+int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
+		    struct sockaddr_storage *addr, socklen_t *len);
+
+/* Record the socket's identity (st_dev, st_ino) for fd. */
+void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino);
+/* 1 only if an identity was recorded for fd and it is (dev, ino); 0
+ * otherwise (none recorded, another one, out of range, no consistent read). */
+int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino);
 
 #endif

@@ -4,9 +4,30 @@
 
 #include <stddef.h>
 
-static unsigned bucket_of(uint64_t key)
+#define MASK (BS_TABLE_SLOTS - 1)
+#define CLAIM_ROUNDS 8 /* start-overs before a claim gives up */
+#define SPIN 4096      /* loads spent waiting for a rival's RES(k) to settle */
+#define WINDOW 64      /* slots past reach searched for a free one before a
+			* reclaimable entry is taken instead */
+
+static unsigned home_of(uint64_t key)
 {
-	return (unsigned)(bs_mix64(key) % BS_TABLE_BUCKETS) * BS_TABLE_WAYS;
+	return (unsigned)bs_mix64(key) & MASK;
+}
+
+static int key_valid(uint64_t key)
+{
+	return key != 0 && !(key & (BS_TABLE_RES | BS_TABLE_DEAD));
+}
+
+static uint64_t word(struct bs_table *t, unsigned i)
+{
+	return atomic_load(&t->keys[i & MASK]);
+}
+
+static unsigned reach_of(struct bs_table *t, unsigned home)
+{
+	return atomic_load(&t->reach[home / BS_TABLE_GROUP]);
 }
 
 uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures)
@@ -54,12 +75,17 @@ uint32_t bs_probe_tid(uint64_t p)
 
 struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key)
 {
-	if (!atomic_load_explicit(&t->used, memory_order_acquire))
+	if (!atomic_load_explicit(&t->used, memory_order_acquire) || !key_valid(key))
 		return 0;
-	unsigned b = bucket_of(key);
-	for (unsigned i = 0; i < BS_TABLE_WAYS; i++)
-		if (atomic_load_explicit(&t->keys[b + i], memory_order_acquire) == key)
-			return &t->entries[b + i];
+	unsigned h = home_of(key), n = reach_of(t, h);
+	for (unsigned d = 0; d < n; d++) {
+		uint64_t w = atomic_load_explicit(&t->keys[(h + d) & MASK],
+						  memory_order_acquire);
+		if (w == key)
+			return &t->entries[(h + d) & MASK];
+		if (w == 0)
+			break; /* never used: the sequence ends here */
+	}
 	return 0;
 }
 
@@ -100,37 +126,138 @@ static void reset(struct bs_entry *e, uint64_t now)
 	atomic_fetch_add(&e->seq, 1);
 }
 
+/* Wait a bounded while for a rival's RES(key) in slot i to settle. Returns
+ * the word it settled to, or RES(key) if it did not. */
+static uint64_t settle(struct bs_table *t, unsigned i, uint64_t key)
+{
+	uint64_t w = key | BS_TABLE_RES;
+	for (unsigned n = 0; n < SPIN && w == (key | BS_TABLE_RES); n++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		w = word(t, i);
+	}
+	return w;
+}
+
+enum scan { SCAN_FOUND, SCAN_SLOT, SCAN_FULL, SCAN_AGAIN };
+
+/* Where a new key could go: the first free (or never-used) slot, else the
+ * first reclaimable one, as distances from home; BS_TABLE_SLOTS if none. */
+struct spot {
+	unsigned free, old;
+	uint64_t free_w, old_w;
+};
+
+static void note(struct bs_table *t, struct spot *p, unsigned d, uint64_t w, unsigned i,
+		 uint64_t now, uint64_t idle)
+{
+	if (p->free < BS_TABLE_SLOTS)
+		return;
+	if (w == 0 || w == BS_TABLE_FREE)
+		p->free = d, p->free_w = w;
+	else if (p->old == BS_TABLE_SLOTS && key_valid(w) &&
+		 reclaimable(&t->entries[i & MASK], now, idle))
+		p->old = d, p->old_w = w;
+}
+
+/* Step 1: look for key along its sequence; else pick the slot to take (*at,
+ * a distance from home) and the word it held (*seen). A free slot is
+ * preferred: a reclaimable entry is taken only if none is found within
+ * WINDOW slots past the group's reach. */
+static enum scan scan(struct bs_table *t, uint64_t key, uint64_t now, uint64_t idle,
+		      unsigned *at, uint64_t *seen)
+{
+	unsigned h = home_of(key), n = reach_of(t, h);
+	struct spot p = {BS_TABLE_SLOTS, BS_TABLE_SLOTS, 0, 0};
+	for (unsigned d = 0; d < BS_TABLE_SLOTS; d++) {
+		uint64_t w = word(t, h + d);
+		if (w == (key | BS_TABLE_RES)) {
+			w = settle(t, h + d, key);
+			if (w != key && w != (key | BS_TABLE_RES))
+				return SCAN_AGAIN;
+		}
+		if (w == key)
+			return *at = d, SCAN_FOUND;
+		note(t, &p, d, w, h + d, now, idle);
+		if (w == 0)
+			break; /* the sequence ends */
+		if (d + 1 >= n && (p.free < BS_TABLE_SLOTS ||
+				   (p.old < BS_TABLE_SLOTS && d + 1 >= n + WINDOW)))
+			break; /* past reach, with somewhere to go */
+	}
+	if (p.free < BS_TABLE_SLOTS)
+		return *at = p.free, *seen = p.free_w, SCAN_SLOT;
+	if (p.old < BS_TABLE_SLOTS)
+		return *at = p.old, *seen = p.old_w, SCAN_SLOT;
+	return SCAN_FULL;
+}
+
+static void raise_reach(struct bs_table *t, unsigned home, unsigned d)
+{
+	_Atomic uint16_t *r = &t->reach[home / BS_TABLE_GROUP];
+	uint16_t old = atomic_load(r);
+	while (old < d + 1 && !atomic_compare_exchange_weak(r, &old, (uint16_t)(d + 1)))
+		;
+}
+
+/* Step 3: with slot `mine` reserved, deal with rivals. Returns the distance
+ * of a published copy of key (ours is then to be given back), or
+ * BS_TABLE_SLOTS if there is none. */
+static unsigned rivals(struct bs_table *t, uint64_t key, unsigned mine)
+{
+	unsigned h = home_of(key), n = reach_of(t, h);
+	for (unsigned d = 0; d < n; d++) {
+		if (d == mine)
+			continue;
+		uint64_t w = word(t, h + d);
+		if (w == (key | BS_TABLE_RES)) /* cancel it; on failure w is
+						* what the slot became */
+			atomic_compare_exchange_strong(&t->keys[(h + d) & MASK], &w,
+						       key | BS_TABLE_RES | BS_TABLE_DEAD);
+		if (w == key)
+			return d;
+	}
+	return BS_TABLE_SLOTS;
+}
+
+/* One round of steps 2-4. Returns the entry, or NULL to start over. */
+static struct bs_entry *take(struct bs_table *t, uint64_t key, unsigned d, uint64_t seen,
+			     uint64_t now)
+{
+	unsigned h = home_of(key), i = (h + d) & MASK;
+	raise_reach(t, h, d);
+	if (!atomic_compare_exchange_strong(&t->keys[i], &seen, key | BS_TABLE_RES))
+		return 0;
+	atomic_store(&t->used, 1);
+	reset(&t->entries[i], now);
+	unsigned other = rivals(t, key, d);
+	uint64_t res = key | BS_TABLE_RES;
+	if (other == BS_TABLE_SLOTS && atomic_compare_exchange_strong(&t->keys[i], &res, key))
+		return &t->entries[i];
+	atomic_store(&t->keys[i], BS_TABLE_FREE); /* ours alone: give it back */
+	return other == BS_TABLE_SLOTS ? 0 : &t->entries[(h + other) & MASK];
+}
+
 struct bs_entry *bs_table_claim(struct bs_table *t, uint64_t key, uint64_t now,
 				uint64_t idle)
 {
 	struct bs_entry *e = bs_table_find(t, key);
-	if (e)
+	if (e || !key_valid(key))
 		return e;
-	unsigned b = bucket_of(key);
-	/* Two passes: empty slots first, then reclaimable ones. */
-	for (int pass = 0; pass < 2; pass++) {
-		for (unsigned i = 0; i < BS_TABLE_WAYS; i++) {
-			_Atomic uint64_t *k = &t->keys[b + i];
-			uint64_t old = atomic_load(k);
-			if (old == key)
-				return &t->entries[b + i];
-			if (pass == 0 ? old != 0
-				      : !reclaimable(&t->entries[b + i], now, idle))
-				continue;
-			if (!atomic_compare_exchange_strong(k, &old, key))
-				continue;
-			atomic_store(&t->used, 1);
-			reset(&t->entries[b + i], now);
-			/* If another thread inserted the same key at a lower
-			 * index meanwhile, the lowest index wins: give ours back. */
-			for (unsigned j = 0; j < i; j++) {
-				if (atomic_load(&t->keys[b + j]) == key) {
-					uint64_t mine = key;
-					atomic_compare_exchange_strong(k, &mine, 0);
-					return &t->entries[b + j];
-				}
-			}
-			return &t->entries[b + i];
+	for (int round = 0; round < CLAIM_ROUNDS; round++) {
+		unsigned d = 0;
+		uint64_t seen = 0;
+		switch (scan(t, key, now, idle, &d, &seen)) {
+		case SCAN_FOUND:
+			return &t->entries[(home_of(key) + d) & MASK];
+		case SCAN_FULL:
+			return 0;
+		case SCAN_AGAIN:
+			continue;
+		case SCAN_SLOT:
+			if ((e = take(t, key, d, seen, now)))
+				return e;
 		}
 	}
 	return 0;

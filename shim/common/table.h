@@ -3,14 +3,60 @@
  *
  * Promise: fixed capacity, no allocation, no locks, no syscalls; every
  * operation is a bounded number of atomic loads and compare-and-swaps on
- * 64-bit words, so it is async-signal-safe and survives a longjmp out of any
- * point. Entries hold no pointers, so the table could live in shared memory.
+ * 64-bit words, so it is async-signal-safe. Entries hold no pointers, so the
+ * table could live in shared memory. An entry is fully initialised before
+ * its key becomes visible: a thread that finds a key never sees the entry
+ * being reset under it by the claim that created it.
  *
  * Only destinations that have failed are ever inserted: a lookup of a healthy
- * destination reads one cache line of keys and writes nothing. When a bucket
- * is full, entries that are healthy, or idle well past their next allowed
- * time, are reclaimed; if none is, claim() returns NULL and the caller goes
- * on untracked (it never fails the program's call).
+ * destination writes nothing and, until something has failed, is one load.
+ *
+ * Layout: open addressing with linear probing over the whole table. A key's
+ * probe sequence starts at its home slot (a hash of the key) and wraps. Each
+ * group of BS_TABLE_GROUP home slots records its reach: how far past their
+ * home its keys were ever placed; a lookup reads at most that many key words
+ * and stops at a never-used slot, so it stays short while the table is
+ * sparsely used. A new key takes the first never-used or free slot of its
+ * sequence; if there is none within a short window past the group's reach,
+ * the first slot holding a reclaimable entry (healthy, or idle well past its
+ * next allowed time, with no attempt in flight). The sequence runs over the
+ * whole table, so every slot is usable by live destinations (the audit's
+ * requirement is 90%). A reclaimed slot is re-keyed in place and never goes
+ * back to never-used, so no probe sequence is ever cut. If no slot
+ * qualifies, claim() returns NULL and the caller goes on untracked (it never
+ * fails the program's call).
+ *
+ * Key words. A slot's key word is one of
+ *   0            never used: ends every probe sequence; never comes back;
+ *   BS_TABLE_FREE  free (a claim that lost a race gave it back); reusable,
+ *                but does not end a probe sequence;
+ *   RES(k) = k | BS_TABLE_RES   a claim of k is initialising the entry;
+ *   RES(k) | BS_TABLE_DEAD      that claim was cancelled by a rival claim of k;
+ *   k            the entry belongs to key k and is initialised.
+ * Valid keys are therefore nonzero with the two top bits clear (addr.c's
+ * keys are); find/claim of any other value return NULL.
+ *
+ * Claim protocol (k not found):
+ *  1. Scan k's sequence. k found: return it. RES(k) found: another thread is
+ *     creating k; spin a bounded while for it to become k (return it) or
+ *     anything else (start over); if it stays, carry on. Note the first
+ *     usable slot (0, free, or a reclaimable old key).
+ *  2. Raise the group's reach to cover that slot, then CAS its word from the
+ *     value seen to RES(k). Failing that, start over. Only the thread that
+ *     made RES(k) touches the entry from here on: it resets every field.
+ *  3. Scan again for rivals: a published k elsewhere means ours is given
+ *     back (word := FREE) and theirs returned; a rival RES(k) is cancelled
+ *     (CAS RES(k) -> RES(k)|DEAD).
+ *  4. Publish: CAS RES(k) -> k (release: the reset happens-before any
+ *     acquire load that sees k). If a rival cancelled us, the word becomes
+ *     FREE and we start over.
+ *  All CASes and the scans' loads are sequentially consistent: of two rivals
+ *  that both reserved, at least one sees the other's reservation in step 3,
+ *  so two copies of a key are never both published. Two rivals that cancel
+ *  each other both start over; the number of rounds is bounded, after which
+ *  claim() returns NULL (that call goes untracked).
+ *  A claim abandoned between steps 2 and 4 (a handler that longjmps out)
+ *  leaves its slot reserved: the table loses that one slot, nothing else.
  *
  * A racing reclaim can hand a slot to another key under a thread that still
  * holds it; callers re-check bs_table_owns() after each wait and treat a
@@ -22,9 +68,14 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define BS_TABLE_WAYS 8u      /* keys per bucket: one 64-byte line */
-#define BS_TABLE_BUCKETS 512u /* 4096 entries */
-#define BS_TABLE_SLOTS (BS_TABLE_WAYS * BS_TABLE_BUCKETS)
+#define BS_TABLE_SLOTS 4096u /* a power of two */
+#define BS_TABLE_GROUP 8u    /* home slots sharing one reach: a line of keys */
+#define BS_TABLE_GROUPS (BS_TABLE_SLOTS / BS_TABLE_GROUP)
+
+/* key word markers (see above) */
+#define BS_TABLE_RES (1ull << 63)
+#define BS_TABLE_DEAD (1ull << 62)
+#define BS_TABLE_FREE BS_TABLE_DEAD
 
 /* state word: next allowed attempt (ms, monotonic, rounded up) << 21 |
  * probation << 20 | consecutive failures (saturating at 2^20 - 1).
@@ -56,12 +107,16 @@ struct bs_entry { /* two cache lines */
 
 struct bs_table {
 	_Atomic uint32_t used; /* set once anything was ever inserted */
+	/* per group of home slots: 1 + the farthest distance from its home
+	 * at which a key of the group was ever placed (0: none ever was) */
+	_Atomic uint16_t reach[BS_TABLE_GROUPS];
 	_Alignas(64) _Atomic uint64_t keys[BS_TABLE_SLOTS];
 	_Alignas(64) struct bs_entry entries[BS_TABLE_SLOTS];
 };
 
 /* Find key; NULL if it has no entry (the destination is healthy). Until a
- * first destination has failed this is a single load. */
+ * first destination has failed this is a single load; after, one load of the
+ * group's reach and at most that many key words. */
 struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key);
 
 /* Find or insert key. `idle` (ns) is how long past its next allowed time a

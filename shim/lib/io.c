@@ -61,9 +61,13 @@ int bs_io_same_peer(int fd, uint64_t key)
 	return errno == ENOTCONN;
 }
 
-static struct bs_dest dest_of(struct bs_fdslot *s)
+/* fd's destination, its address copied into *ss (key and address from one
+ * consistent read; failing that, the key alone). */
+static struct bs_dest dest_of(int fd, struct bs_fdslot *s, struct sockaddr_storage *ss)
 {
-	struct bs_dest d = {atomic_load(&s->key), (const struct sockaddr *)s->addr, s->addrlen};
+	struct bs_dest d = {0, (const struct sockaddr *)ss, 0};
+	if (!bs_fd_read_dest(bs_fds(), fd, &d.key, ss, &d.len))
+		d.key = atomic_load(&s->key), d.len = 0;
 	if (!d.len)
 		d.addr = NULL;
 	return d;
@@ -88,15 +92,18 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 			return errno = err, r;
 		st = BS_FD_PROBATION;
 	}
-	struct bs_dest d = dest_of(s);
+	if (!bs_sock_is_stream(fd)) {
+		/* datagrams (and SEQPACKET) never touch a destination's state */
+		bs_fd_clear(bs_fds(), fd);
+		return errno = err, r;
+	}
+	struct sockaddr_storage ss;
+	struct bs_dest d = dest_of(fd, s, &ss);
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	int bad = r == 0 || (r < 0 && (err == ECONNRESET || err == ETIMEDOUT ||
 				       err == EPIPE || err == ECONNREFUSED));
-	if (!bs_sock_is_stream(fd)) {
-		/* datagrams (and SEQPACKET) never touch a destination's state */
-		bs_fd_clear(bs_fds(), fd);
-	} else if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
+	if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
 		/* lived long enough: healthy, whatever ends it now */
 		bs_dest_healthy(d.key);
 		bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
@@ -156,12 +163,13 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 	}
 	if (!send_error(err))
 		return errno = err, r;
+	struct sockaddr_storage ss;
+	struct bs_dest d;
 	if (!bs_sock_is_stream(o->fd)) {
 		/* a datagram's error is the program's alone: returned as is,
 		 * never waited on, never recorded for the destination */
 		bs_fd_clear(bs_fds(), o->fd);
-	} else if (bs_io_same_peer(o->fd, atomic_load(&s->key))) {
-		struct bs_dest d = dest_of(s);
+	} else if (bs_io_same_peer(o->fd, (d = dest_of(o->fd, s, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
 		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);

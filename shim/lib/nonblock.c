@@ -134,7 +134,10 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 	struct bs_fdslot *sl = bs_fd_slot(bs_fds(), fd);
 	if (!sl || atomic_load(&sl->state) != BS_FD_CONNECTING)
 		return err;
-	struct bs_dest d = {atomic_load(&sl->key), (const struct sockaddr *)sl->addr, sl->addrlen};
+	struct sockaddr_storage ss;
+	struct bs_dest d = {0, (const struct sockaddr *)&ss, 0};
+	if (!bs_fd_read_dest(bs_fds(), fd, &d.key, &ss, &d.len))
+		d.key = atomic_load(&sl->key), d.len = 0; /* the key alone */
 	uint64_t t0 = atomic_load(&sl->since), start = atomic_load(&sl->call_start);
 	if (!d.len)
 		d.addr = NULL;

@@ -32,12 +32,13 @@ static int fix(struct pollfd *fds, nfds_t n, int r)
 		/* read the error away only if a retry will follow: the
 		 * destination is known, retry mode applies to it, and the
 		 * program has no other address of the name to go to */
-		struct bs_fdslot *sl = bs_fd_slot(bs_fds(), p->fd);
-		if (!sl->addrlen ||
-		    bs_cfg_for(cfg, (const struct sockaddr *)sl->addr, sl->addrlen)->nonblocking !=
+		uint64_t key;
+		struct sockaddr_storage ss;
+		socklen_t len = 0;
+		if (!bs_fd_read_dest(bs_fds(), p->fd, &key, &ss, &len) || !len ||
+		    bs_cfg_for(cfg, (const struct sockaddr *)&ss, len)->nonblocking !=
 			    BS_NB_RETRY ||
-		    bs_res_has_alternative(bs_res(), atomic_load(&sl->key), bs_now(),
-					   BS_RES_FALLBACK))
+		    bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
 			continue;
 		int err = 0;
 		socklen_t l = sizeof err;

@@ -1,6 +1,6 @@
 /* Helpers shared by test_table.c and test_table_threads.c: time shorthands,
- * a zeroed table on the heap, the slot/bucket an entry or key lands in, and
- * picking keys that share one bucket or each have their own. */
+ * a zeroed table on the heap, the slot an entry sits in, filling the whole
+ * table with failing destinations, and how many slots hold a key. */
 #ifndef BS_TABLE_HELPERS_H
 #define BS_TABLE_HELPERS_H
 
@@ -9,6 +9,7 @@
 #include "policy.h"
 #include "table.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 #define MS BS_NS_PER_MS
@@ -29,33 +30,33 @@ static inline size_t slot_of(struct bs_table *t, const struct bs_entry *e)
 	return (size_t)(e - t->entries);
 }
 
-/* The bucket a key lands in, found by claiming it in an empty scratch table
- * (it goes to the bucket's first slot) and taking it out again. */
-static inline unsigned bucket_of(struct bs_table *scratch, uint64_t key)
+/* The i-th of a family of distinct valid keys. */
+static inline uint64_t nth_key(unsigned i)
 {
-	struct bs_entry *e = bs_table_claim(scratch, key, NOW, IDLE);
-	assert_non_null(e);
-	size_t i = slot_of(scratch, e);
-	assert_int_equal(i % BS_TABLE_WAYS, 0);
-	atomic_store(&scratch->keys[i], 0);
-	return (unsigned)(i / BS_TABLE_WAYS);
+	return (1ull << 60) | (uint64_t)(i + 1) * 0x10001ull;
 }
 
-/* Fill out[0..n) with keys from `first` on: all in first's bucket (same),
- * or each in a bucket of its own (!same). */
-static inline void pick_keys(uint64_t *out, unsigned n, uint64_t first, int same)
+/* A new table whose every slot holds nth_key(0..SLOTS) failing 3 times
+ * until `next`, last used at `used`; es[i] is nth_key(i)'s entry. */
+static inline struct bs_table *fill_failing(struct bs_entry **es, uint64_t next,
+					    uint64_t used)
 {
-	struct bs_table *scratch = new_table();
-	unsigned char taken[BS_TABLE_BUCKETS] = {0};
-	unsigned want = bucket_of(scratch, first), got = 0;
-	for (uint64_t k = first; got < n; k++) {
-		unsigned b = bucket_of(scratch, k);
-		if (same ? b == want : !taken[b]) {
-			taken[b] = 1;
-			out[got++] = k;
-		}
+	struct bs_table *t = new_table();
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
+		es[i] = bs_table_claim(t, nth_key(i), NOW, IDLE);
+		assert_non_null(es[i]);
+		assert_int_equal(bs_entry_fail(es[i], 0, next, 3, ECONNREFUSED, used), 1);
 	}
-	free(scratch);
+	return t;
+}
+
+/* How many slots hold key. */
+static inline unsigned copies(struct bs_table *t, uint64_t key)
+{
+	unsigned n = 0;
+	for (size_t s = 0; s < BS_TABLE_SLOTS; s++)
+		n += atomic_load(&t->keys[s]) == key;
+	return n;
 }
 
 #endif

@@ -1,7 +1,8 @@
 /* Unit tests for fdtab.c: untracked and out-of-range fds, track (key, times,
  * IPv4/IPv6 addresses, addresses too long to keep), set, clear, copy (dup2),
  * clear_range (close_range/closefrom, bounded by the high-water mark),
- * fail/take_err. Threads are in test_fdtab_threads.c. */
+ * fail/take_err, the consistent destination reader and the socket identity.
+ * Threads are in test_fdtab_threads.c. */
 #include "fdtab_helpers.h"
 
 #include "fdtab.h"
@@ -21,9 +22,16 @@ static void expect_slot(struct bs_fdtab *t, int fd, unsigned st, uint64_t key,
 	assert_int_equal(atomic_load(&s->key), key);
 	assert_int_equal(atomic_load(&s->since), since);
 	assert_int_equal(atomic_load(&s->call_start), call_start);
-	assert_int_equal(s->addrlen, len);
+	uint64_t k = 0;
+	struct sockaddr_storage ss;
+	socklen_t l = 999;
+	assert_int_equal(bs_fd_read_dest(t, fd, &k, &ss, &l), 1);
+	assert_int_equal(k, key);
+	assert_int_equal(l, len);
 	if (len)
-		assert_memory_equal(s->addr, addr, len);
+		assert_memory_equal(&ss, addr, len);
+	/* the generation is even (no writer left behind) */
+	assert_int_equal(atomic_load(&s->gen) & BS_FD_GEN_WRITERS, 0);
 }
 
 static void test_untracked_and_out_of_range(void **state)
@@ -262,6 +270,98 @@ static void test_fail_and_take(void **state)
 	assert_int_equal(bs_fd_take_err(t, 7), 0);
 }
 
+/* The destination reader: key and address as tracked, no address for kinds
+ * not kept, a NULL buffer, out-of-range fds. */
+static void test_read_dest(void **state)
+{
+	struct bs_fdtab *t = *state;
+	uint64_t k = 1;
+	socklen_t l = 1;
+	struct sockaddr_storage ss;
+	/* never tracked: a consistent empty destination */
+	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 1);
+	assert_int_equal(k, 0);
+	assert_int_equal(l, 0);
+	struct sockaddr_in6 a = v6(9000);
+	bs_fd_track(t, 3, BS_FD_CONNECTING, 0x1234, 1, 2, (struct sockaddr *)&a, sizeof a);
+	assert_int_equal(bs_fd_read_dest(t, 3, &k, NULL, &l), 1);
+	assert_int_equal(k, 0x1234);
+	assert_int_equal(l, sizeof a);
+	memset(&ss, 0x5a, sizeof ss);
+	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 1);
+	assert_memory_equal(&ss, &a, sizeof a);
+	static const int out[] = {-1, (int)CAP, INT_MAX};
+	for (size_t i = 0; i < sizeof out / sizeof out[0]; i++)
+		assert_int_equal(bs_fd_read_dest(t, out[i], &k, &ss, &l), 0);
+	/* a writer still inside its write (a signal handler interrupted it):
+	 * the reader gives up rather than wait or return a mix */
+	atomic_fetch_add(&t->slots[3].gen, 1);
+	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 3, 0, 0), 0);
+	atomic_fetch_sub(&t->slots[3].gen, 1);
+	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 1);
+}
+
+/* The socket's identity: recorded, matched, cleared by track and clear
+ * (and close_range), carried along by copy. */
+static void test_ident(void **state)
+{
+	struct bs_fdtab *t = *state;
+	/* nothing recorded: never a match, not even (0, 0) */
+	assert_int_equal(bs_fd_ident_matches(t, 4, 0, 0), 0);
+	bs_fd_set_ident(t, 4, 0, 0);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 0, 0), 1);
+	bs_fd_set_ident(t, 4, 8, 123456);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123456), 1);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123457), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 9, 123456), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 5, 8, 123456), 0); /* another fd */
+	assert_int_equal(high(t), 5);
+
+	/* track clears it */
+	bs_fd_track(t, 4, BS_FD_CONNECTING, 0x44, 1, 1, NULL, 0);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123456), 0);
+	/* recorded on a tracked fd, kept by set and fail, cleared by clear */
+	bs_fd_set_ident(t, 4, 8, 77);
+	bs_fd_set(t, 4, BS_FD_PROBATION, 5);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 77), 1);
+	expect_slot(t, 4, BS_FD_PROBATION, 0x44, 5, 1, NULL, 0);
+
+	/* copy carries it (with the rest); onto a slot with its own identity too */
+	struct sockaddr_in a = v4(80);
+	bs_fd_track(t, 6, BS_FD_CONNECTING, 0x66, 1, 1, (struct sockaddr *)&a, sizeof a);
+	bs_fd_set_ident(t, 6, 8, 66);
+	bs_fd_set_ident(t, 9, 8, 99);
+	bs_fd_copy(t, 6, 9);
+	assert_int_equal(bs_fd_ident_matches(t, 9, 8, 66), 1);
+	assert_int_equal(bs_fd_ident_matches(t, 9, 8, 99), 0);
+	expect_slot(t, 9, BS_FD_CONNECTING, 0x66, 1, 1, &a, sizeof a);
+	/* copy from an untracked fd clears `to`, identity included */
+	bs_fd_copy(t, 100, 9);
+	assert_int_equal(bs_fd_state(t, 9), BS_FD_NONE);
+	assert_int_equal(bs_fd_ident_matches(t, 9, 8, 66), 0);
+
+	bs_fd_clear(t, 4);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 77), 0);
+	/* an identity on an untracked fd is cleared too, by clear and by
+	 * close_range */
+	bs_fd_set_ident(t, 20, 1, 2);
+	bs_fd_clear(t, 20);
+	assert_int_equal(bs_fd_ident_matches(t, 20, 1, 2), 0);
+	bs_fd_set_ident(t, 21, 1, 2);
+	bs_fd_clear_range(t, 0, ~0u);
+	assert_int_equal(bs_fd_ident_matches(t, 21, 1, 2), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 6, 8, 66), 0);
+
+	/* out of range: harmless */
+	bs_fd_set_ident(t, -1, 1, 2);
+	bs_fd_set_ident(t, (int)CAP, 1, 2);
+	assert_int_equal(bs_fd_ident_matches(t, -1, 1, 2), 0);
+	assert_int_equal(bs_fd_ident_matches(t, (int)CAP, 1, 2), 0);
+	for (int fd = 0; fd < (int)CAP; fd++)
+		assert_int_equal(atomic_load(&t->slots[fd].gen) & BS_FD_GEN_WRITERS, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +372,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_copy_failed_keeps_err, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_clear_range, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_fail_and_take, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_read_dest, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_ident, tab_setup, tab_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,9 @@
-/* Unit test for fdtab.c under threads: four threads each track, set and
+/* Unit tests for fdtab.c under threads: four threads each track, set and
  * clear their own fds (fd % 4 == thread) many times over, all starting
  * together on a fresh table each round; then the high-water mark is 1 + the
- * highest fd and every slot holds what its thread last wrote. */
+ * highest fd and every slot holds what its thread last wrote. And readers
+ * of a destination that one thread keeps re-tracking (and dup2-copying)
+ * never see one destination's key with another's address. */
 #include "fdtab_helpers.h"
 
 #include "fdtab.h"
@@ -75,10 +77,14 @@ static void test_threads(void **state)
 			if (want == BS_FD_NONE)
 				continue;
 			struct sockaddr_in a = v4((uint16_t)fd);
-			wrong += atomic_load(&s->key) != key_of(fd, REPS - 1);
+			uint64_t k;
+			struct sockaddr_storage ss;
+			socklen_t l;
+			wrong += !bs_fd_read_dest(shared, fd, &k, &ss, &l);
+			wrong += k != key_of(fd, REPS - 1);
 			wrong += atomic_load(&s->since) != REPS - 1 + 10;
 			wrong += atomic_load(&s->call_start) != REPS;
-			wrong += s->addrlen != sizeof a || memcmp(s->addr, &a, sizeof a) != 0;
+			wrong += l != sizeof a || memcmp(&ss, &a, sizeof a) != 0;
 		}
 	}
 	uintptr_t bad = 0;
@@ -94,10 +100,99 @@ static void test_threads(void **state)
 	assert_int_equal(wrong, 0);
 }
 
+enum { DEST_WRITES = 200000, DEST_READERS = 2 };
+static _Atomic int dest_done;
+
+/* The address that goes with key i: IPv4 for even i, IPv6 for odd (so
+ * the length changes too), the port and the last byte from i. */
+static socklen_t dest_addr(uint64_t i, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof *ss);
+	if (i % 2 == 0) {
+		struct sockaddr_in a = v4((uint16_t)i);
+		a.sin_addr.s_addr = htonl(0x0a000000u | (uint32_t)(i & 0xffffff));
+		memcpy(ss, &a, sizeof a);
+		return sizeof a;
+	}
+	struct sockaddr_in6 a = v6((uint16_t)i);
+	memcpy(a.sin6_addr.s6_addr + 8, &i, 8);
+	memcpy(ss, &a, sizeof a);
+	return sizeof a;
+}
+
+static void *dest_writer(void *arg)
+{
+	(void)arg;
+	for (uint64_t i = 1; i <= DEST_WRITES; i++) {
+		struct sockaddr_storage ss;
+		socklen_t l = dest_addr(i, &ss);
+		if (i % 4 == 0) { /* as dup2 would: via another number */
+			bs_fd_track(shared, 9, BS_FD_PROBATION, i, i, i, (struct sockaddr *)&ss, l);
+			bs_fd_copy(shared, 9, 5);
+		} else {
+			bs_fd_track(shared, 5, BS_FD_CONNECTING, i, i, i, (struct sockaddr *)&ss, l);
+		}
+	}
+	atomic_store(&dest_done, 1);
+	return NULL;
+}
+
+struct dest_count {
+	unsigned long reads, torn, gave_up;
+};
+
+static void *dest_reader(void *arg)
+{
+	struct dest_count *c = arg;
+	while (!atomic_load(&dest_done)) {
+		uint64_t k;
+		struct sockaddr_storage got, want;
+		socklen_t l;
+		c->reads++;
+		if (!bs_fd_read_dest(shared, 5, &k, &got, &l)) {
+			c->gave_up++;
+			continue;
+		}
+		if (k == 0)
+			continue; /* not tracked yet */
+		socklen_t wl = dest_addr(k, &want);
+		c->torn += l != wl || memcmp(&got, &want, wl) != 0;
+	}
+	return NULL;
+}
+
+/* One thread re-tracks fd 5 (and copies fd 9 onto it) with ever new
+ * destinations while others read it: every copy read is one destination,
+ * its key with its own address and length. */
+static void test_threads_consistent_dest(void **state)
+{
+	(void)state;
+	shared = new_tab();
+	atomic_store(&dest_done, 0);
+	pthread_t w, r[DEST_READERS];
+	struct dest_count c[DEST_READERS];
+	memset(c, 0, sizeof c);
+	for (int i = 0; i < DEST_READERS; i++)
+		assert_int_equal(pthread_create(&r[i], NULL, dest_reader, &c[i]), 0);
+	assert_int_equal(pthread_create(&w, NULL, dest_writer, NULL), 0);
+	pthread_join(w, NULL);
+	unsigned long reads = 0, torn = 0, gave_up = 0;
+	for (int i = 0; i < DEST_READERS; i++) {
+		pthread_join(r[i], NULL);
+		reads += c[i].reads, torn += c[i].torn, gave_up += c[i].gave_up;
+	}
+	free_tab(shared);
+	if (torn)
+		fail_msg("%lu of %lu reads paired a key with another destination's address "
+			 "(%lu gave up)", torn, reads, gave_up);
+	assert_true(gave_up < reads); /* the reader does get through */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_threads_consistent_dest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* Unit tests for table.c, the lock-free per-destination state table, single
  * threaded: find and claim, state and probe word packing, outcomes applied
- * only from the seen state, probes, reclaiming slots in a full bucket, and a
- * million keys. Concurrent use is in test_table_threads.c. */
+ * only from the seen state, probes, reclaiming slots in a full table, a
+ * million keys, capacity, and the keys a table cannot hold. Concurrent use is in test_table_threads.c. */
 #include "table_helpers.h"
 
 #include "policy.h"
@@ -144,39 +144,22 @@ static void test_probe(void **state)
 	free(t);
 }
 
-/* Claim keys[0..WAYS) into a new table and fail each at `used`, until next. */
-static struct bs_table *fill_failing(const uint64_t *keys, struct bs_entry **es,
-				     uint64_t next, uint64_t used)
-{
-	struct bs_table *t = new_table();
-	for (unsigned i = 0; i < BS_TABLE_WAYS; i++) {
-		es[i] = bs_table_claim(t, keys[i], NOW, IDLE);
-		assert_non_null(es[i]);
-		assert_int_equal(slot_of(t, es[i]) / BS_TABLE_WAYS,
-				 slot_of(t, es[0]) / BS_TABLE_WAYS);
-		assert_int_equal(bs_entry_fail(es[i], 0, next, 3, ECONNREFUSED, used), 1);
-	}
-	return t;
-}
-
-/* A full bucket of failing entries refuses a new key until they go idle;
+/* A table full of failing entries refuses a new key until one goes idle;
  * healthy entries and expired probes make way at once. */
 static void test_reclaim(void **state)
 {
 	(void)state;
-	uint64_t keys[BS_TABLE_WAYS + 1];
-	pick_keys(keys, BS_TABLE_WAYS + 1, 1, 1);
-	const uint64_t newkey = keys[BS_TABLE_WAYS];
-	struct bs_entry *es[BS_TABLE_WAYS];
+	static struct bs_entry *es[BS_TABLE_SLOTS];
+	const uint64_t newkey = nth_key(BS_TABLE_SLOTS);
 	uint64_t next = NOW + 10 * SEC;
-	struct bs_table *t = fill_failing(keys, es, next, NOW);
-	/* every way is taken by a recent failure */
+	struct bs_table *t = fill_failing(es, next, NOW);
+	/* every slot is taken by a recent failure */
 	assert_null(bs_table_claim(t, newkey, NOW, IDLE));
 	assert_null(bs_table_claim(t, newkey, next, IDLE));
 	assert_null(bs_table_claim(t, newkey, next + IDLE, IDLE));
 	assert_null(bs_table_find(t, newkey));
-	for (unsigned i = 0; i < BS_TABLE_WAYS; i++)
-		assert_ptr_equal(bs_table_find(t, keys[i]), es[i]);
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
+		assert_ptr_equal(bs_table_find(t, nth_key(i)), es[i]);
 
 	/* past next_at + idle one of them is reclaimed and reset */
 	uint64_t later = next + IDLE + MS;
@@ -186,36 +169,57 @@ static void test_reclaim(void **state)
 	assert_int_equal(atomic_load(&n->state), 0);
 	assert_int_equal(atomic_load(&n->last_used), later);
 	unsigned gone = 0;
-	for (unsigned i = 0; i < BS_TABLE_WAYS; i++)
-		gone += bs_table_find(t, keys[i]) == NULL;
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
+		gone += bs_table_find(t, nth_key(i)) == NULL;
 	assert_int_equal(gone, 1);
 	free(t);
 
 	/* recent use (last_used after next_at) keeps an entry */
-	t = fill_failing(keys, es, next, next + 100 * SEC);
+	t = fill_failing(es, next, next + 100 * SEC);
 	assert_null(bs_table_claim(t, newkey, later, IDLE));
 	assert_non_null(bs_table_claim(t, newkey, next + 100 * SEC + IDLE + 1, IDLE));
 	free(t);
 
 	/* a healthy (ok'ed) entry is reclaimed at once, and only that one */
-	t = fill_failing(keys, es, next, NOW);
-	assert_int_equal(bs_entry_ok(es[5]), 3);
-	assert_ptr_equal(bs_table_claim(t, newkey, NOW, IDLE), es[5]);
-	assert_null(bs_table_find(t, keys[5]));
-	assert_false(bs_table_owns(t, es[5], keys[5]));
-	assert_true(bs_table_owns(t, es[5], newkey));
-	for (unsigned i = 0; i < BS_TABLE_WAYS; i++)
-		if (i != 5)
-			assert_ptr_equal(bs_table_find(t, keys[i]), es[i]);
+	t = fill_failing(es, next, NOW);
+	const unsigned k5 = 1234, k2 = 3000;
+	assert_int_equal(bs_entry_ok(es[k5]), 3);
+	assert_ptr_equal(bs_table_claim(t, newkey, NOW, IDLE), es[k5]);
+	assert_null(bs_table_find(t, nth_key(k5)));
+	assert_false(bs_table_owns(t, es[k5], nth_key(k5)));
+	assert_true(bs_table_owns(t, es[k5], newkey));
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
+		if (i != k5)
+			assert_ptr_equal(bs_table_find(t, nth_key(i)), es[i]);
 
 	/* a probe in flight pins even a healthy entry until it goes stale */
-	assert_int_equal(bs_entry_fail(es[5], 0, next, 1, ECONNREFUSED, NOW), 1);
-	assert_int_equal(bs_entry_ok(es[2]), 3);
+	assert_int_equal(bs_entry_fail(es[k5], 0, next, 1, ECONNREFUSED, NOW), 1);
+	assert_int_equal(bs_entry_ok(es[k2]), 3);
 	uint64_t p = bs_probe_make(NOW + 20 * SEC, 77);
-	assert_true(bs_probe_take(es[2], 0, p));
-	assert_null(bs_table_claim(t, keys[5], NOW, IDLE));
-	assert_ptr_equal(bs_table_claim(t, keys[5], bs_probe_stale_at(p), IDLE), es[2]);
-	assert_int_equal(atomic_load(&es[2]->probe), 0);
+	assert_true(bs_probe_take(es[k2], 0, p));
+	assert_null(bs_table_claim(t, nth_key(k5), NOW, IDLE));
+	assert_ptr_equal(bs_table_claim(t, nth_key(k5), bs_probe_stale_at(p), IDLE), es[k2]);
+	assert_int_equal(atomic_load(&es[k2]->probe), 0);
+	/* the reclaimed slot was re-keyed in place: every other key is still
+	 * found, wherever its probe sequence runs */
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
+		if (i != k2)
+			assert_non_null(bs_table_find(t, nth_key(i)));
+	free(t);
+}
+
+/* Keys the table cannot hold: 0 and values with the marker bits. */
+static void test_invalid_keys(void **state)
+{
+	(void)state;
+	struct bs_table *t = new_table();
+	assert_non_null(bs_table_claim(t, 5, NOW, IDLE));
+	const uint64_t bad[] = {0, BS_TABLE_RES, BS_TABLE_FREE, 5 | BS_TABLE_RES,
+				5 | BS_TABLE_RES | BS_TABLE_DEAD, UINT64_MAX, BS_GOLDEN};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_null(bs_table_claim(t, bad[i], NOW, IDLE));
+		assert_null(bs_table_find(t, bad[i]));
+	}
 	free(t);
 }
 
@@ -240,10 +244,35 @@ static void test_million_keys(void **state)
 	}
 	assert_int_equal(nulls, 0);
 	assert_int_equal(bad, 0);
-	/* the keys, the entries and a header line: nothing grows with use */
-	assert_true(sizeof *t <= BS_TABLE_SLOTS * (sizeof(uint64_t) + sizeof(struct bs_entry)) + 64);
+	/* the keys, the entries, the reach of each group and a header line:
+	 * nothing grows with use */
+	assert_true(sizeof *t <= BS_TABLE_SLOTS * (sizeof(uint64_t) + sizeof(struct bs_entry)) +
+					 BS_TABLE_GROUPS * sizeof(uint16_t) + 64);
 	/* the most recent keys are still there */
 	assert_non_null(bs_table_find(t, 1000000));
+	free(t);
+}
+
+/* Distinct destinations that all keep failing (recent, not idle, nothing
+ * reclaimable) fit until at least 90% of the table is taken: one crowded
+ * neighbourhood of the hash never leaves a destination unpaced early. */
+static void test_capacity(void **state)
+{
+	(void)state;
+	struct bs_table *t = new_table();
+	unsigned n = 0;
+	for (uint64_t k = 1; n < BS_TABLE_SLOTS; k++, n++) {
+		uint64_t key = k * 0x10001ull; /* any spread will do */
+		struct bs_entry *e = bs_table_claim(t, key, NOW, IDLE);
+		if (!e)
+			break;
+		assert_int_equal(bs_entry_fail(e, 0, NOW + 10 * SEC, 1, ECONNREFUSED, NOW), 1);
+	}
+	if (n < BS_TABLE_SLOTS * 9 / 10)
+		fail_msg("only %u of %u destinations found room", n, BS_TABLE_SLOTS);
+	/* every one of them is still found */
+	for (uint64_t k = 1; k <= n; k++)
+		assert_non_null(bs_table_find(t, k * 0x10001ull));
 	free(t);
 }
 
@@ -256,6 +285,8 @@ int main(void)
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_reclaim),
 		cmocka_unit_test(test_million_keys),
+		cmocka_unit_test(test_capacity),
+		cmocka_unit_test(test_invalid_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

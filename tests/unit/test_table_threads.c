@@ -1,10 +1,12 @@
 /* Unit tests for table.c under threads: racing failures on one entry (none
- * lost, none counted twice) and racing claims of the same keys (one entry
- * per key, each key in one slot of its own bucket). */
+ * lost, none counted twice), racing claims of the same keys (one entry per
+ * key, each key in one slot), and claims racing with the first failure
+ * recorded through them (an entry is never reset once it is visible). */
 #include "table_helpers.h"
 
 #include "table.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -98,14 +100,15 @@ static void *claim_racer(void *arg)
 }
 
 /* Threads claiming the same keys agree on one entry per key, and no key ends
- * up in two slots. The keys sit in distinct buckets, so no claim ever needs
- * to reclaim another key's slot. */
+ * up in two slots. The keys are spread over the table, so no claim ever
+ * needs to reclaim another key's slot. */
 static void test_threads_claim(void **state)
 {
 	(void)state;
 	struct claim_race *c = calloc(1, sizeof *c);
 	assert_non_null(c);
-	pick_keys(c->keys, NKEYS, 1000, 0);
+	for (unsigned j = 0; j < NKEYS; j++)
+		c->keys[j] = nth_key(1000 + j);
 	for (unsigned round = 0; round < CLAIM_ROUNDS; round++)
 		c->t[round] = new_table();
 
@@ -120,20 +123,88 @@ static void test_threads_claim(void **state)
 		struct bs_table *t = c->t[round];
 		for (unsigned j = 0; j < NKEYS; j++) {
 			struct bs_entry *e = bs_table_find(t, c->keys[j]);
-			assert_non_null(e);
+			if (!e)
+				fail_msg("round %u key %u: not found (%u copies, got %p)", round, j,
+					 copies(t, c->keys[j]), (void *)c->got[round][0][j]);
 			for (unsigned i = 0; i < NTHREADS; i++)
 				assert_ptr_equal(c->got[round][i][j], e);
-			/* a key only ever lives in its own bucket */
-			size_t b = slot_of(t, e) / BS_TABLE_WAYS * BS_TABLE_WAYS;
-			unsigned copies = 0;
-			for (size_t s = b; s < b + BS_TABLE_WAYS; s++)
-				copies += atomic_load(&t->keys[s]) == c->keys[j];
-			if (copies != 1)
-				fail_msg("round %u key %u: in %u slots", round, j, copies);
+			unsigned n = copies(t, c->keys[j]);
+			if (n != 1)
+				fail_msg("round %u key %u: in %u slots", round, j, n);
 		}
 		free(t);
 	}
 	free(c);
+}
+
+enum { FRESH_KEYS = 512, FRESH_ROUNDS = 24 };
+
+struct fresh_race {
+	pthread_barrier_t go;
+	struct bs_table *t;
+	_Atomic unsigned wins[FRESH_KEYS];
+};
+
+static struct fresh_race *g_fresh;
+
+static void *fresh_racer(void *arg)
+{
+	(void)arg;
+	struct fresh_race *c = g_fresh;
+	for (unsigned round = 0; round < FRESH_ROUNDS; round++) {
+		pthread_barrier_wait(&c->go); /* the table is fresh */
+		for (unsigned i = 0; i < FRESH_KEYS; i++) {
+			uint64_t key = 5000 + i;
+			struct bs_entry *e;
+			do
+				e = bs_table_claim(c->t, key, NOW, IDLE);
+			while (e && !bs_table_owns(c->t, e, key));
+			/* "attempt 1": only one thread may move the new entry
+			 * from healthy to one failure */
+			if (e && bs_entry_fail(e, 0, NOW + SEC, 1, ECONNREFUSED, NOW))
+				atomic_fetch_add(&c->wins[i], 1);
+		}
+		pthread_barrier_wait(&c->go); /* the main thread checks */
+	}
+	return NULL;
+}
+
+/* Eight threads start together on destinations nobody has seen: each
+ * claims the entry and records the first failure through it. Exactly one
+ * records "attempt 1" per destination, and that record survives: a claimer
+ * never resets an entry another thread can already see. */
+static void test_threads_claim_then_fail(void **state)
+{
+	(void)state;
+	struct fresh_race *c = calloc(1, sizeof *c);
+	assert_non_null(c);
+	g_fresh = c;
+	pthread_barrier_init(&c->go, NULL, NTHREADS + 1);
+	pthread_t th[NTHREADS];
+	for (unsigned i = 0; i < NTHREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, fresh_racer, NULL), 0);
+	unsigned twice = 0, wiped = 0, missing = 0;
+	for (unsigned round = 0; round < FRESH_ROUNDS; round++) {
+		c->t = new_table();
+		for (unsigned i = 0; i < FRESH_KEYS; i++)
+			atomic_store(&c->wins[i], 0);
+		pthread_barrier_wait(&c->go);
+		pthread_barrier_wait(&c->go);
+		for (unsigned i = 0; i < FRESH_KEYS; i++) {
+			struct bs_entry *e = bs_table_find(c->t, 5000 + i);
+			missing += !e;
+			twice += atomic_load(&c->wins[i]) > 1;
+			wiped += e && bs_state_failures(atomic_load(&e->state)) != 1;
+		}
+		free(c->t);
+	}
+	for (unsigned i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&c->go);
+	free(c);
+	if (twice || wiped || missing)
+		fail_msg("%u destinations failed twice from healthy, %u failure records "
+			 "wiped, %u missing", twice, wiped, missing);
 }
 
 int main(void)
@@ -141,6 +212,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threads_fail),
 		cmocka_unit_test(test_threads_claim),
+		cmocka_unit_test(test_threads_claim_then_fail),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
