@@ -49,7 +49,7 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_FAILED) {
 		/* poll() read the error away; the kernel would report ECONNABORTED */
-		int err = bs_fd_take_err(bs_fds(), fd);
+		int err = bs_owed_take(fd);
 		if (err)
 			return errno = err, -1;
 	}

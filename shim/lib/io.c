@@ -187,12 +187,12 @@ static int watch_read(int fd, unsigned *st)
 }
 
 /* The shim read a failed connect's error away (poll): the program's next
- * call gets it, as the kernel would have given it. */
-static ssize_t owed(int fd)
+ * call on that socket gets it, as the kernel would have given it. -1 with
+ * errno set if owed; 0 if the number now names something else. */
+static int owed(int fd)
 {
-	int err = bs_fd_take_err(bs_fds(), fd);
-	errno = err ? err : ECONNREFUSED;
-	return -1;
+	int err = bs_owed_take(fd);
+	return err ? (errno = err, -1) : 0;
 }
 
 #define READ_WRAP(call)                                                  \
@@ -200,7 +200,7 @@ static ssize_t owed(int fd)
 	if (!watch_read(fd, &st))                                        \
 		return call;                                             \
 	if (st == BS_FD_FAILED)                                          \
-		return owed(fd);                                         \
+		return owed(fd) ? -1 : call;                             \
 	ssize_t r = call;                                                \
 	return read_done(fd, st, r)
 
@@ -244,7 +244,7 @@ API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct s
 	if (st == BS_FD_NONE) /* the hot path: the call, one check */    \
 		return redo(&o);                                         \
 	if (st == BS_FD_FAILED)                                          \
-		return owed(fd);                                         \
+		return owed(fd) ? -1 : redo(&o);                         \
 	int saved = errno;                                               \
 	ssize_t r = redo(&o);                                            \
 	if (r >= 0 && st == BS_FD_HEALTHY)                               \

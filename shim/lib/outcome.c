@@ -11,6 +11,8 @@
 #include "shim.h"
 #include "sock.h"
 
+#include <errno.h>
+
 static void line_dest(struct bs_line *l, const struct bs_dest *d)
 {
 	char name[128] = "?";
@@ -106,4 +108,23 @@ void bs_dest_healthy(uint64_t key)
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
 	if (e && atomic_load(&e->state) != 0 && bs_entry_ok(e))
 		bs_publish(e);
+}
+
+void bs_owe(int fd, const struct bs_sock_ident *id, int err)
+{
+	bs_fd_set_ident(bs_fds(), fd, id->dev, id->ino);
+	bs_fd_fail(bs_fds(), fd, err);
+}
+
+int bs_owed_take(int fd)
+{
+	int saved = errno;
+	struct bs_sock_ident id;
+	int same = bs_sock_ident(fd, &id) && bs_fd_ident_matches(bs_fds(), fd, id.dev, id.ino);
+	errno = saved;
+	if (!same) {
+		bs_fd_clear(bs_fds(), fd); /* closed behind our back, number reused */
+		return 0;
+	}
+	return bs_fd_take_err(bs_fds(), fd);
 }

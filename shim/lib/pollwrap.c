@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "real.h"
 #include "shim.h"
+#include "sock.h"
 
 #include <errno.h>
 #include <sys/syscall.h>
@@ -42,14 +43,15 @@ static int fix(struct pollfd *fds, nfds_t n, int r)
 			continue;
 		int err = 0;
 		socklen_t l = sizeof err;
-		if (syscall(SYS_getsockopt, p->fd, SOL_SOCKET, SO_ERROR, &err, &l) || !err)
+		struct bs_sock_ident id;
+		if (!bs_sock_ident(p->fd, &id) ||
+		    syscall(SYS_getsockopt, p->fd, SOL_SOCKET, SO_ERROR, &err, &l) || !err)
 			continue;
 		int res = bs_nb_outcome(cfg, p->fd, err);
-		if (res == 0) {
+		if (res == 0)
 			p->revents = p->events & (POLLOUT | POLLWRNORM);
-		} else {
-			bs_fd_fail(bs_fds(), p->fd, res);
-		}
+		else /* owed to this very socket: see bs_owed_take() */
+			bs_owe(p->fd, &id, res);
 	}
 	r = 0;
 	for (nfds_t i = 0; i < n; i++)

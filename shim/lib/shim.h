@@ -72,6 +72,14 @@ void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 /* An attempt on fd connected (probation until the first byte). */
 void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
 		       uint64_t t0);
+/* The shim read fd's connect error away (poll): owe `err` to the program's
+ * next look at that socket, identified by `id` (sock.h). */
+struct bs_sock_ident;
+void bs_owe(int fd, const struct bs_sock_ident *id, int err);
+/* The error owed for fd, if fd still names the socket it was read from;
+ * 0 if nothing is owed or the number now names something else (then the
+ * stale slot is forgotten and the caller passes the call through). */
+int bs_owed_take(int fd);
 /* The first byte arrived, or the connection lived healthy_after. */
 void bs_dest_healthy(uint64_t key);
 /* Announce a change of the entry to everyone waiting on it. */

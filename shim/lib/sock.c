@@ -9,6 +9,7 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <time.h>
 #include <signal.h>
@@ -161,6 +162,16 @@ int bs_sock_peer_took_all(int fd)
 		return 0;
 	/* bytes_acked counts the SYN as 1: more means data of ours was acked */
 	return ti.tcpi_bytes_acked > 1 && unsent == 0 && err == 0;
+}
+
+int bs_sock_ident(int fd, struct bs_sock_ident *id)
+{
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	id->dev = (uint64_t)st.st_dev;
+	id->ino = (uint64_t)st.st_ino;
+	return 1;
 }
 
 uint32_t bs_gettid(void)

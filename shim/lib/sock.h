@@ -62,6 +62,14 @@ void bs_sock_abort(int fd);
  * our data reaches it. */
 int bs_sock_peer_took_all(int fd);
 
+/* Which socket an fd names (fstat device and inode): 0 if it is not a
+ * socket. Compared on rare paths only, never on every call: libc closes
+ * and reopens fds past the wrappers (fclose, open, dup, socketpair...). */
+struct bs_sock_ident {
+	uint64_t dev, ino;
+};
+int bs_sock_ident(int fd, struct bs_sock_ident *id);
+
 uint32_t bs_gettid(void);
 /* Is thread tid of this process still alive? */
 int bs_thread_alive(uint32_t tid);

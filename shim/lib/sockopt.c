@@ -16,7 +16,7 @@ __attribute__((visibility("default"))) int getsockopt(int fd, int level, int opt
 		return r;
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_FAILED && *(int *)val == 0) {
-		*(int *)val = bs_fd_take_err(bs_fds(), fd); /* read away by poll() */
+		*(int *)val = bs_owed_take(fd); /* read away by poll() */
 		return r;
 	}
 	if (st != BS_FD_CONNECTING)
