@@ -40,6 +40,7 @@ static enum bs_level g_level = BS_LOG_INFO;
 static struct target g_out = {.fd = 2}; /* where lines go */
 static struct target g_err = {.fd = 2}; /* fd 2: config problems */
 static struct target *g_errt = &g_err;
+static bs_log_opener g_opener; /* a log file, opened per line */
 
 static enum kind kind_of(mode_t m)
 {
@@ -57,10 +58,18 @@ static void record(struct target *t, int fd)
 	atomic_store(&t->dropped, 0);
 }
 
+void bs_log_setup_file(enum bs_level level, bs_log_opener open_file)
+{
+	bs_log_setup(level, -1);
+	g_errt = &g_err;
+	g_opener = open_file;
+}
+
 void bs_log_setup(enum bs_level level, int fd)
 {
 	int saved = errno;
 	g_level = level;
+	g_opener = 0;
 	record(&g_err, 2);
 	record(&g_out, fd >= 0 ? fd : 2);
 	g_errt = fd >= 0 ? &g_err : &g_out; /* one target, one dropped count */
@@ -263,10 +272,31 @@ void bs_line_emit_fd(struct bs_line *l, int fd)
 	errno = saved;
 }
 
+/* One line to the log file, opened for it; the dropped count carries over
+ * from line to line. */
+static void emit_to_file(struct bs_line *l)
+{
+	struct target t;
+	int fd = g_opener();
+	if (fd < 0) {
+		atomic_fetch_add(&g_out.dropped, 1);
+		return;
+	}
+	record(&t, fd);
+	atomic_store(&t.dropped, atomic_exchange(&g_out.dropped, 0));
+	emit(&t, l);
+	atomic_fetch_add(&g_out.dropped, atomic_load(&t.dropped));
+	syscall(SYS_close, fd);
+}
+
 void bs_line_emit(struct bs_line *l, enum bs_level level)
 {
 	int saved = errno;
-	if (bs_log_enabled(level) && same_target(&g_out))
+	if (!bs_log_enabled(level))
+		;
+	else if (g_opener)
+		emit_to_file(l);
+	else if (same_target(&g_out))
 		emit(&g_out, l);
 	errno = saved;
 }

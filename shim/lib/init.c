@@ -64,41 +64,76 @@ static int in_sticky_dir(const char *path)
 	       (st.st_mode & S_IWOTH);
 }
 
-/* The log file: opened without blocking (a FIFO needs a reader already),
- * never as fd 0, 1 or 2 (a program started with one of them closed keeps it
- * closed), close-on-exec, and only if it is a regular file, a character
- * device or a FIFO. Otherwise one line says why, and lines go to stderr. */
+/* The log file is opened for each line and closed after it: between lines
+ * it holds no descriptor, so the program's fd numbers and its RLIMIT_NOFILE
+ * budget stay its own, and a rotated file is followed. Each open is
+ * non-blocking (a FIFO needs a reader already), close-on-exec, moved above
+ * fd 2 (a program started with 0, 1 or 2 closed keeps them closed), and
+ * kept only for a regular file, a character device or a FIFO. */
+static char g_log_path[sizeof g_cfg.log_file + 4096];
+static int g_log_flags;
+
+static const char *log_open_problem(int raw, int err)
+{
+	struct stat st;
+	if (raw < 0)
+		return err == ENXIO ? "a FIFO with no reader (or a socket), logging to stderr"
+		     : err == ELOOP && (g_log_flags & O_NOFOLLOW)
+			 ? "a symbolic link in a world-writable sticky directory; "
+			   "not followed, logging to stderr"
+			 : "cannot open for appending, logging to stderr";
+	if (syscall(SYS_fstat, raw, &st) != 0 ||
+	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+		return "not a regular file, character device or FIFO, logging to stderr";
+	return NULL;
+}
+
+/* One open of the log file, for one line: an fd above 2, or -1. */
+static int open_log_file(void)
+{
+	int saved = errno;
+	int raw = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
+	int fd = -1;
+	if (!log_open_problem(raw, errno))
+		fd = raw > 2 ? raw : (int)syscall(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
+	if (raw >= 0 && raw != fd)
+		syscall(SYS_close, raw);
+	errno = saved;
+	return fd;
+}
+
+/* A relative log path names the file in the start-up directory, even after
+ * the program changes directory. */
+static void remember_log_path(const char *path)
+{
+	size_t n = 0;
+	if (path[0] != '/' && getcwd(g_log_path, sizeof g_log_path - sizeof g_cfg.log_file)) {
+		n = strlen(g_log_path);
+		g_log_path[n++] = '/';
+	}
+	memcpy(g_log_path + n, path, strlen(path) + 1);
+}
+
 static void open_log(void)
 {
-	int fd = -1;
 	const char *path = g_cfg.log_file;
-	if (path[0]) {
-		int nofollow = in_sticky_dir(path);
-		int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
-			    (nofollow ? O_NOFOLLOW : 0);
-		int raw = (int)syscall(SYS_openat, AT_FDCWD, path, flags, 0644);
-		const char *why = NULL;
-		struct stat st;
-		if (raw < 0) {
-			why = errno == ENXIO ? "a FIFO with no reader (or a socket), logging to stderr"
-			    : errno == ELOOP && nofollow
-				? "a symbolic link in a world-writable sticky directory; "
-				  "not followed, logging to stderr"
-				: "cannot open for appending, logging to stderr";
-		} else if (syscall(SYS_fstat, raw, &st) != 0 ||
-			   !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
-			why = "not a regular file, character device or FIFO, logging to stderr";
-		} else {
-			fd = raw > 2 ? raw : (int)syscall(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
-			if (fd < 0)
-				why = "cannot open for appending, logging to stderr";
-		}
-		if (raw >= 0 && raw != fd)
-			syscall(SYS_close, raw);
-		if (why)
-			report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, path, why);
+	if (!path[0]) {
+		bs_log_setup((enum bs_level)g_cfg.log_level, -1);
+		return;
 	}
-	bs_log_setup((enum bs_level)g_cfg.log_level, fd);
+	remember_log_path(path);
+	g_log_flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
+		      (in_sticky_dir(g_log_path) ? O_NOFOLLOW : 0);
+	int raw = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
+	const char *why = log_open_problem(raw, errno);
+	if (raw >= 0)
+		syscall(SYS_close, raw);
+	if (why) {
+		report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, path, why);
+		bs_log_setup((enum bs_level)g_cfg.log_level, -1);
+		return;
+	}
+	bs_log_setup_file((enum bs_level)g_cfg.log_level, open_log_file);
 }
 
 /* The fd table: one slot per possible fd, sized from RLIMIT_NOFILE (hard

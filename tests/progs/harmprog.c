@@ -6,9 +6,6 @@
  *       two threads take turns writing N long numbered lines to stderr
  *       (one fprintf each, paced 0.5 ms apart) while the main thread makes
  *       two blocking connects to 127.0.0.1:DEADPORT; prints the errnos.
- *   harmprog partial DEADPORT
- *       writes "connecting... " to stderr, connects to DEADPORT, then ends
- *       the line with the error (a common way to report progress).
  *   harmprog closed012 FILE_A FILE_B LIVEPORT DEADPORT
  *       meant to start with fds 0, 1 and 2 closed: opens FILE_A (fd 0) and
  *       FILE_B (fd 1) for writing, connects a socket to LIVEPORT (fd 2),
@@ -133,16 +130,6 @@ static int do_stderr(int n, int dead)
 		pthread_join(t[i], NULL);
 	printf("lines %d\n", atomic_load(&written));
 	return 0;
-}
-
-/* ---- partial ---- */
-
-static int do_partial(int dead)
-{
-	fputs("connecting... ", stderr);
-	int r = tcp_to(dead, NULL);
-	fprintf(stderr, "%s\n", r < 0 ? strerror(-r) : "ok");
-	return r < 0 ? 1 : 0;
 }
 
 /* ---- closed012 ---- */
@@ -301,8 +288,6 @@ int main(int argc, char **argv)
 	const char *c = argv[1];
 	if (!strcmp(c, "stderr") && argc == 4)
 		return do_stderr(atoi(argv[2]), atoi(argv[3]));
-	if (!strcmp(c, "partial") && argc == 3)
-		return do_partial(atoi(argv[2]));
 	if (!strcmp(c, "closed012") && argc == 6)
 		return do_closed012(argv[2], argv[3], atoi(argv[4]), atoi(argv[5]));
 	if (!strcmp(c, "emfile") && argc == 5)

@@ -468,6 +468,60 @@ static void test_errno_untouched(void **state)
 	assert_int_equal(errno, ECONNREFUSED);
 }
 
+static char g_file[] = "/tmp/bs_log_file_XXXXXX";
+static int g_opens;
+
+static int open_test_file(void)
+{
+	g_opens++;
+	return open(g_file, O_WRONLY | O_APPEND | O_CLOEXEC);
+}
+
+static int no_file(void)
+{
+	return -1;
+}
+
+/* A log file holds no descriptor between lines: the program's next fd
+ * number is what it would be without the shim. */
+static void test_log_file_is_opened_per_line(void **state)
+{
+	(void)state;
+	int tmp = mkstemp(g_file);
+	assert_true(tmp >= 0);
+	close(tmp);
+	bs_log_setup_file(BS_LOG_INFO, open_test_file);
+	int before = dup(0);
+	close(before);
+	for (int i = 0; i < 3; i++) {
+		struct bs_line l;
+		bs_line_start(&l);
+		bs_line_str(&l, "line");
+		bs_line_emit(&l, BS_LOG_INFO);
+	}
+	int after = dup(0);
+	close(after);
+	assert_int_equal(before, after);
+	assert_int_equal(g_opens, 3);
+	char buf[512] = {0};
+	int fd = open(g_file, O_RDONLY);
+	assert_true(read(fd, buf, sizeof buf - 1) > 0);
+	close(fd);
+	int lines = 0;
+	for (char *p = buf; (p = strstr(p, "]: line\n")); p++)
+		lines++;
+	assert_int_equal(lines, 3);
+	/* a file that cannot be opened drops the line, counted for the next */
+	bs_log_setup_file(BS_LOG_INFO, no_file);
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "lost");
+	bs_line_emit(&l, BS_LOG_INFO);
+	assert_int_equal(bs_log_dropped(), 1);
+	unlink(g_file);
+	bs_log_setup(BS_LOG_INFO, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -483,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_fd_unknown_at_setup_is_never_written),
 		cmocka_unit_test(test_stderr_lines_go_to_fd2_as_at_setup),
 		cmocka_unit_test(test_errno_untouched),
+		cmocka_unit_test(test_log_file_is_opened_per_line),
 	};
 	return cmocka_run_group_tests_name("log", tests, setup, teardown);
 }
