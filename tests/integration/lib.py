@@ -221,6 +221,92 @@ class Server:
         self.close()
 
 
+
+class Acceptor:
+    """A TCP listener on 127.0.0.1:port whose thread hands each connection to
+    `handle(conn)` (each in a thread of its own with threaded=True), records
+    accept times, and closes the connection after. Bounded: 2000 accepts."""
+
+    def __init__(self, port, handle, threaded=False):
+        self.handle, self.threaded = handle, threaded
+        self.accepts, self.handlers, self.stop = [], [], False
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(64)
+        self.sock.settimeout(0.05)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop and len(self.accepts) < 2000:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.accepts.append(time.monotonic())
+            if self.threaded:
+                th = threading.Thread(target=self._serve, args=(c,), daemon=True)
+                th.start()
+                self.handlers.append(th)
+            else:
+                self._serve(c)
+
+    def _serve(self, c):
+        with c:
+            try:
+                self.handle(c)
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop = True
+        self.thread.join(2)
+        for th in list(self.handlers):
+            th.join(6)
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+class Recorder(Acceptor):
+    """Per connection: sends `greeting`, records every byte the client sends
+    until it shuts down its side (at most 64 KiB, 5 s), then sends `reply`."""
+
+    def __init__(self, port, greeting=b"", reply=b""):
+        self.greeting, self.reply = greeting, reply
+        self.conns, self.lock = [], threading.Lock()
+        super().__init__(port, self._record, threaded=True)
+
+    def _record(self, c):
+        buf = b""
+        try:
+            if self.greeting:
+                c.sendall(self.greeting)
+            c.settimeout(5)
+            while len(buf) < 65536:
+                d = c.recv(4096)
+                if not d:
+                    break
+                buf += d
+            if self.reply:
+                c.sendall(self.reply)
+        finally:
+            with self.lock:
+                self.conns.append(buf)
+
+    def received(self):
+        for th in list(self.handlers):
+            th.join(6)
+        with self.lock:
+            return list(self.conns)
+
 def spawn(cmd, env, **kw):
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, **kw)

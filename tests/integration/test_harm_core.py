@@ -7,10 +7,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from lib import (BUILD, LineReader, SynSniffer, base_env, check, check_gaps, free_port,
+from lib import (BUILD, Acceptor, SynSniffer, base_env, check, check_gaps, free_port,
                  ms_of, prog, run, shim_env, spawn)
 
 PY = sys.executable
@@ -22,39 +21,6 @@ def _py(code, env, args=(), timeout=20):
 
 def _shim_lines(err):
     return [l for l in err.splitlines() if l.startswith("backoffshim[")]
-
-
-class _Acceptor:
-    """A TCP listener on 127.0.0.1 whose thread handles each connection with
-    `handle(conn)` and records accept times; bounded by a stop flag."""
-
-    def __init__(self, port, handle):
-        self.lst = socket.socket()
-        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lst.bind(("127.0.0.1", port))
-        self.lst.listen(64)
-        self.lst.settimeout(0.1)
-        self.handle, self.accepts, self.stop = handle, [], False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self.stop and len(self.accepts) < 2000:
-            try:
-                c, _ = self.lst.accept()
-            except socket.timeout:
-                continue
-            self.accepts.append(time.monotonic())
-            with c:
-                self.handle(c)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *a):
-        self.stop = True
-        self.thread.join(3)
-        self.lst.close()
 
 
 # ---- row 3: EOF before the first byte ----
@@ -96,7 +62,7 @@ def test_upload_only_protocol_runs_as_fast_as_without_the_shim():
     for name, env in (("plain", base_env()), ("shim", shim_env(BACKOFFSHIM_LOG="debug"))):
         received = []
         port = free_port()
-        with _Acceptor(port, _upload_server(received)):
+        with Acceptor(port, _upload_server(received)):
             rc, out, err = _py(UPLOAD, env, [port])
         results[name] = (rc, out, received, _took(err), _shim_lines(err))
     plain, shim = results["plain"], results["shim"]
@@ -114,7 +80,7 @@ def test_upload_with_nc_half_close():
     until the server closes."""
     received = []
     port = free_port()
-    with _Acceptor(port, _upload_server(received)):
+    with Acceptor(port, _upload_server(received)):
         t0 = time.monotonic()
         for i in range(4):
             p = subprocess.run(["nc", "-N", "127.0.0.1", str(port)], input=b"line %d\n" % i,
@@ -144,7 +110,7 @@ def test_send_first_client_against_closing_server_is_still_paced():
     """Row 3, the other side: a request-first client whose server accepts and
     closes at once (its request never taken) keeps being paced."""
     port = free_port()
-    with _Acceptor(port, lambda c: None) as a:
+    with Acceptor(port, lambda c: None) as a:
         rc, out, err = _py(SEND_FIRST, shim_env(BACKOFFSHIM_MAX_ATTEMPTS=1), [port, 1.2])
         shim_accepts = list(a.accepts)
     check(rc == 0, "client: %r %r" % (out, err[-300:]))
@@ -152,7 +118,7 @@ def test_send_first_client_against_closing_server_is_still_paced():
           % len(shim_accepts))
     check_gaps([b - a for a, b in zip(shim_accepts, shim_accepts[1:])][:4], "send-first")
     port = free_port()
-    with _Acceptor(port, lambda c: None) as a:
+    with Acceptor(port, lambda c: None) as a:
         rc, out, err = _py(SEND_FIRST, base_env(), [port, 0.3])
         plain_accepts = len(a.accepts)
     check(plain_accepts > 20, "without the shim only %d connections" % plain_accepts)
@@ -209,7 +175,7 @@ def test_udp_error_never_touches_the_tcp_destination():
     results = []
     for env in (base_env(), shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s")):
         port = free_port()
-        with _Acceptor(port, lambda c: c.sendall(b"hello")):
+        with Acceptor(port, lambda c: c.sendall(b"hello")):
             rc, out, err = _py(UDP_THEN_TCP, env, [port])
         results.append((rc, out, _took(err), _shim_lines(err)))
     (rc0, out0, _, _), (rc1, out1, took, lines) = results

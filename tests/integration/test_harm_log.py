@@ -7,13 +7,11 @@ import fcntl
 import os
 import re
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 
-from lib import (BUILD, SynSniffer, TestFailure, base_env, check, free_port, prog,
+from lib import (BUILD, Recorder, SynSniffer, TestFailure, base_env, check, free_port, prog,
                  shim_env)
 
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, Python >= 3.10
@@ -122,61 +120,18 @@ def test_log_never_blocks_on_a_full_stderr_pipe():
 
 # --- row 5: started with stderr closed ------------------------------------
 
-class Recorder:
-    """Accepts connections, records everything each client sends until it
-    shuts down its side, then answers "pong"."""
-
-    def __init__(self, port):
-        self.port, self.got = port, []
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen(8)
-        self.sock.settimeout(0.05)
-        self.stop = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self.stop:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            c.settimeout(5)
-            data = b""
-            try:
-                while len(data) < 65536:
-                    b = c.recv(4096)
-                    if not b:
-                        break
-                    data += b
-                c.sendall(b"pong\n")
-            except OSError:
-                pass
-            self.got.append(data)
-            c.close()
-
-    def close(self):
-        self.stop = True
-        self.thread.join(2)
-        self.sock.close()
-
-
 def test_program_started_without_stderr_gets_no_log_in_its_socket():
     """fd 2 closed at start: the program's socket becomes fd 2. Wait lines and
     the "connected" line must not be sent to the program's server."""
     port = free_port()
     cmd = [LOGHARM, "connect", "127.0.0.1", str(port)]
-    srv = Recorder(port)
+    srv = Recorder(port, reply=b"pong\n")
     try:
         rc0, out0, _ = _run(cmd, base_env(), stderr=None, close=(2,))
     finally:
         srv.close()
-    check((rc0, out0) == (0, b"fd=2\ngot pong\n") and srv.got == [b"ping\n"],
-          "baseline: %r %r %r" % (rc0, out0, srv.got))
+    check((rc0, out0) == (0, b"fd=2\ngot pong\n") and srv.received() == [b"ping\n"],
+          "baseline: %r %r %r" % (rc0, out0, srv.received()))
     env = shim_env(BACKOFFSHIM_LOG="debug")
     with SynSniffer(port) as sn:
         res = []
@@ -184,7 +139,7 @@ def test_program_started_without_stderr_gets_no_log_in_its_socket():
             _run(cmd, env, stderr=None, close=(2,), timeout=20)), daemon=True)
         t.start()
         seen = sn.wait_for(3, timeout=10)
-        srv = Recorder(port)
+        srv = Recorder(port, reply=b"pong\n")
         try:
             t.join(25)
         finally:
@@ -193,7 +148,7 @@ def test_program_started_without_stderr_gets_no_log_in_its_socket():
     rc1, out1, _ = res[0]
     check((rc1, out1) == (rc0, out0), "with the shim %r (-13: SIGPIPE from a line written "
           "into its unconnected socket), without %r" % ((rc1, out1), (rc0, out0)))
-    check(srv.got == [b"ping\n"], "the server received %r" % srv.got)
+    check(srv.received() == [b"ping\n"], "the server received %r" % srv.received())
     check(seen >= 3, "only %d SYNs before the server started" % seen)
 
 

@@ -17,10 +17,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-from lib import (TestFailure, base_env, check, free_port, prog, shim_env)
+from lib import (Recorder, TestFailure, base_env, check, free_port, prog, shim_env)
 
 HARM = prog("harmprog")
 DEAD_BUDGET = dict(BACKOFFSHIM_MAX_ATTEMPTS=3, BACKOFFSHIM_MAX_ELAPSED="2s")
@@ -81,71 +80,6 @@ def py(code):
     return [sys.executable, "-c", code]
 
 
-class Recorder:
-    """TCP listener on 127.0.0.1:port: greets each client, then records every
-    byte it sends until EOF (bounded), per connection."""
-
-    def __init__(self, port, greeting=b"hi\n"):
-        self.port, self.greeting = port, greeting
-        self.conns = []
-        self.lock = threading.Lock()
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen(16)
-        self.sock.settimeout(0.05)
-        self.stop = False
-        self.threads = []
-        self.t = threading.Thread(target=self._accept, daemon=True)
-        self.t.start()
-
-    def _accept(self):
-        while not self.stop:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            th = threading.Thread(target=self._serve, args=(c,), daemon=True)
-            th.start()
-            self.threads.append(th)
-
-    def _serve(self, c):
-        buf = b""
-        try:
-            c.sendall(self.greeting)
-            c.settimeout(5)
-            while True:
-                d = c.recv(4096)
-                if not d:
-                    break
-                buf += d
-        except OSError:
-            pass
-        finally:
-            c.close()
-            with self.lock:
-                self.conns.append(buf)
-
-    def received(self):
-        for th in list(self.threads):
-            th.join(6)
-        with self.lock:
-            return list(self.conns)
-
-    def close(self):
-        self.stop = True
-        self.t.join(2)
-        self.sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.close()
-
-
 # ---- stderr shared with the shim's log ----
 
 def test_program_stderr_lines_stay_intact_while_the_shim_logs():
@@ -189,7 +123,7 @@ def _closed012(extra, log_file=False):
             fa, fb = os.path.join(d, "a"), os.path.join(d, "b")
             if log_file and "LD_PRELOAD" in env:
                 env["BACKOFFSHIM_LOG_FILE"] = os.path.join(d, "shim.log")
-            with Recorder(live) as rec:
+            with Recorder(live, greeting=b"hi\n") as rec:
                 rc, out, err, took = run_once(CLOSE012 + [HARM, "closed012", fa, fb,
                                                           str(live), str(dead)], env)
                 got = rec.received()
@@ -230,7 +164,7 @@ def test_fd_exhaustion_same_results_and_errnos():
     and a non-blocking connect behave and set errno as without the shim
     (it must consume no descriptor and leave errno alone on success)."""
     live, dead = free_port(), free_port()
-    with Recorder(live):
+    with Recorder(live, greeting=b"hi\n"):
         plain, shimmed = both([HARM, "emfile", "24", str(live), str(dead)], DEAD_BUDGET)
     check("connect live at limit: 0" in plain[1], "setup: %r %r" % (plain[1], plain[2]))
     same("descriptor exhaustion", plain, shimmed)
@@ -246,7 +180,7 @@ def test_log_file_takes_no_descriptor_number_from_the_program():
         plain, shimmed = both([HARM, "fdnum"], dict(BACKOFFSHIM_LOG_FILE=log))
         same("first descriptor numbers", plain, shimmed)
         live, dead = free_port(), free_port()
-        with Recorder(live):
+        with Recorder(live, greeting=b"hi\n"):
             plain, shimmed = both([HARM, "emfile", "24", str(live), str(dead)],
                                   dict(DEAD_BUDGET, BACKOFFSHIM_LOG_FILE=log))
         same("descriptor exhaustion with a log file", plain, shimmed)
@@ -384,7 +318,7 @@ def test_connect_inside_vfork():
     _exit()s; the parent then does the same. Same exit codes and output,
     no hang (the child shares the shim's memory with the suspended parent)."""
     live, dead = free_port(), free_port()
-    with Recorder(live):
+    with Recorder(live, greeting=b"hi\n"):
         plain, shimmed = both([HARM, "vfork", str(live), str(dead)], DEAD_BUDGET)
     check(plain[1].startswith("child exited 110"), "setup: %r %r" % (plain[1], plain[2]))
     same("connect inside vfork", plain, shimmed)
@@ -422,7 +356,7 @@ def test_nonblocking_connect_flags_and_errors():
     polls, reads SO_ERROR (twice) and checks its fcntl flags: the same
     answers as without the shim (only the dead one's poll may come later)."""
     live, dead = free_port(), free_port()
-    with Recorder(live):
+    with Recorder(live, greeting=b"hi\n"):
         plain, shimmed = both(py(NONBLOCK) + [str(live), str(dead)], DEAD_BUDGET)
     check("dead SO_ERROR ECONNREFUSED" in plain[1], "setup: %r %r" % (plain[1], plain[2]))
     same("non-blocking connect", plain, shimmed)
