@@ -38,12 +38,12 @@ void bs_wake(const uint32_t *word)
 		NULL, NULL, 0);
 }
 
-/* Signals the kernel raises for a fault of the thread itself: they cannot
- * be what interrupted a wait in a syscall. */
+/* Signals raised by the thread itself (a fault, or abort()): crash
+ * handlers catch them, and they cannot be what interrupted a wait. */
 static int synchronous_fault(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
-	       sig == SIGTRAP || sig == SIGSYS;
+	       sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT;
 }
 
 int bs_intr_returns_eintr(int has_timeout)

@@ -29,9 +29,9 @@ void bs_wake(const uint32_t *word);
  * SA_RESTART (false)? A futex or ppoll wait returns EINTR whatever the
  * handler's flags, and which signal ran is not known, so: true if some
  * caught signal that could have run here lacks SA_RESTART. Signals blocked
- * in this thread cannot have run here, and synchronous fault signals
- * (SEGV, BUS, FPE, ILL, TRAP, SYS: crash handlers) cannot interrupt a
- * wait, so neither counts. `has_timeout` is the socket's SO_SNDTIMEO being
+ * in this thread cannot have run here, and the signals a thread raises
+ * itself (SEGV, BUS, FPE, ILL, TRAP, SYS, and ABRT from abort(): crash
+ * handlers) cannot interrupt a wait, so neither counts. `has_timeout` is the socket's SO_SNDTIMEO being
  * set, in which case the kernel never restarts connect(). */
 int bs_intr_returns_eintr(int has_timeout);
 

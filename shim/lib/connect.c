@@ -32,6 +32,16 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 	const struct bs_config *cfg = bs_active();
 	if (!cfg)
 		return bs_real_connect(fd, addr, len);
+	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (st == BS_FD_FAILED) {
+		/* poll() read the error away; the kernel would report
+		 * ECONNABORTED. Whatever the new destination, the slot is
+		 * settled here and never outlives this connect. */
+		int err = bs_owed_take(fd);
+		if (err)
+			return errno = err, -1;
+		st = BS_FD_NONE;
+	}
 	switch (bs_addr_kind(addr, len)) {
 	case BS_ADDR_INET:
 		break;
@@ -46,13 +56,6 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 	if (cfg->policy.kind == BS_POLICY_OFF)
 		return bs_real_connect(fd, addr, len);
 	uint64_t key = bs_addr_key(addr, len);
-	unsigned st = bs_fd_state(bs_fds(), fd);
-	if (st == BS_FD_FAILED) {
-		/* poll() read the error away; the kernel would report ECONNABORTED */
-		int err = bs_owed_take(fd);
-		if (err)
-			return errno = err, -1;
-	}
 	if (st == BS_FD_CONNECTING &&
 	    atomic_load(&bs_fd_slot(bs_fds(), fd)->key) == key)
 		return repeated(cfg, fd, addr, len);

@@ -95,7 +95,11 @@ static void connected(struct call *c, uint64_t t0)
 }
 
 /* Sleep on the entry until `until`, unless its state moves first. Returns
- * EINTR if a signal should end the call. */
+ * EINTR if a signal should end the call. Then no attempt of this socket is
+ * in flight, so the call ends with the last attempt's real error, never
+ * EINTR: to connect(), EINTR means "still connecting in the background",
+ * and a program that then polls the socket would take an unconnected one
+ * for connected (CPython does). */
 static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 {
 	uint32_t seq = atomic_load(&c->e->seq);
@@ -217,10 +221,8 @@ static int retry_loop(struct call *c)
 				return give_up(c, "next attempt is past max_elapsed");
 			if (next >= c->prog_end)
 				return give_up(c, "next attempt is past the program's SO_SNDTIMEO");
-			if (wait_on(c, s, next) == EINTR) {
-				errno = EINTR;
-				return -1;
-			}
+			if (wait_on(c, s, next) == EINTR)
+				return give_up(c, "a signal interrupted the wait");
 			continue;
 		}
 
@@ -228,10 +230,8 @@ static int retry_loop(struct call *c)
 		if (p && bs_probe_stale_at(p) > now && bs_probe_tid(p) != c->tid &&
 		    bs_thread_alive(bs_probe_tid(p))) {
 			if (wait_on(c, s, min64(bs_probe_stale_at(p),
-						min64(c->budget_end, c->prog_end))) == EINTR) {
-				errno = EINTR;
-				return -1;
-			}
+						min64(c->budget_end, c->prog_end))) == EINTR)
+				return give_up(c, "a signal interrupted the wait");
 			continue;
 		}
 		/* the probe goes stale when the attempt must be over: a thread

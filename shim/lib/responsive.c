@@ -116,8 +116,11 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 				break;
 			if (now + w > end)
 				w = end > now ? end - now : 0;
-			if (w && pause_for(w, has_tv) == EINTR)
-				return errno = EINTR, -1;
+			if (w && pause_for(w, has_tv) == EINTR) {
+				/* nothing in flight: EINTR would say otherwise */
+				int last = err ? err : (int)atomic_load(&e->last_err);
+				return errno = last ? last : ECONNREFUSED, -1;
+			}
 			atomic_fetch_add(&e->n_waits, 1);
 			atomic_fetch_add(&e->waited, w);
 			if (!bs_table_owns(bs_tab(), e, key))

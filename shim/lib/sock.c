@@ -74,7 +74,9 @@ static int handshake_done(int fd)
 /* Start a connect without blocking while leaving the socket as the program
  * set it: O_NONBLOCK is on only for the one connect() call, with every
  * signal blocked in this thread, so no handler (and no longjmp out of one)
- * can ever see the socket in a state the program did not choose. */
+ * can ever see the socket in a state the program did not choose. The raw
+ * syscall is no cancellation point, so a thread is never cancelled there;
+ * the wait that follows is one. */
 static int start_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	uint64_t all = ~0ull, old;
@@ -83,7 +85,7 @@ static int start_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	int flip = fl >= 0 && !(fl & O_NONBLOCK);
 	if (flip)
 		syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK);
-	int r = bs_real_connect(fd, addr, len), e = errno;
+	int r = (int)syscall(SYS_connect, fd, addr, len), e = errno;
 	if (flip)
 		syscall(SYS_fcntl, fd, F_SETFL, fl);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
@@ -92,7 +94,8 @@ static int start_connect(int fd, const struct sockaddr *addr, socklen_t len)
 }
 
 /* Wait until fd's handshake ends or `deadline` passes: 1 when it ended,
- * 0 at the deadline, -1 with errno EINTR when a signal handler ran. */
+ * 0 at the deadline, -1 with errno EINTR when a signal handler ran. libc's
+ * ppoll, so that pthread_cancel acts here as it would in connect(). */
 static int wait_handshake(int fd, uint64_t deadline)
 {
 	uint64_t now = bs_now();
@@ -101,27 +104,30 @@ static int wait_handshake(int fd, uint64_t deadline)
 	struct pollfd p = {fd, POLLOUT, 0};
 	uint64_t left = deadline - now;
 	struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
-	long r = syscall(SYS_ppoll, &p, 1, &ts, NULL, 8);
+	int r = bs_real_ppoll(&p, 1, &ts, NULL);
 	return r < 0 ? -1 : r > 0;
 }
 
-enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
-				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
+static int same_ident(const struct bs_sock_ident *a, int fd)
 {
-	int r = start_connect(fd, addr, len);
-	if (r < 0 && errno == ECONNABORTED) /* a failure already consumed: afresh */
-		r = start_connect(fd, addr, len);
-	if (r == 0 || errno == EISCONN)
-		return BS_ATT_OK;
-	if (errno != EINPROGRESS && errno != EALREADY) {
-		*err = errno;
-		return BS_ATT_FAIL;
-	}
+	struct bs_sock_ident b;
+	return bs_sock_ident(fd, &b) && b.dev == a->dev && b.ino == a->ino;
+}
+
+/* The outcome of a handshake in flight on fd (socket `id`), by `deadline`. */
+static enum bs_attempt await_handshake(int fd, const struct bs_sock_ident *id,
+				       uint64_t deadline, int prog_cut, int prog_has_tv,
+				       int *err)
+{
 	for (;;) {
 		int w = wait_handshake(fd, deadline);
-		if (w < 0 && errno != EINTR)
-			w = 0; /* cannot wait (ENOMEM...): treat as the deadline */
-		if (w < 0) {
+		if (!same_ident(id, fd)) {
+			/* closed by another thread (maybe reused): the kernel
+			 * finishes the attempt on a socket nobody can name */
+			*err = EBADF;
+			return BS_ATT_FAIL;
+		}
+		if (w < 0 && errno == EINTR) {
 			/* the kernel's own connect() would decide the same way */
 			if (bs_intr_returns_eintr(prog_has_tv))
 				return BS_ATT_EINTR;
@@ -133,14 +139,17 @@ enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t l
 			sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
 			if (e == 0 && handshake_done(fd))
 				return BS_ATT_OK;
-			if (e == 0)
+			if (e == 0 && bs_now() < deadline)
 				continue; /* woken without an outcome yet */
-			/* back to the unconnected state a failed blocking
-			 * connect() leaves, so the program may connect again */
-			bs_sock_abort(fd);
-			*err = e;
-			return BS_ATT_FAIL;
+			if (e != 0) {
+				/* back to the unconnected state a failed blocking
+				 * connect() leaves, so the program may connect again */
+				bs_sock_abort(fd);
+				*err = e;
+				return BS_ATT_FAIL;
+			}
 		}
+		/* the deadline (or a wait that cannot be made: ENOMEM...) */
 		if (handshake_done(fd))
 			return BS_ATT_OK; /* completed as the time ran out: keep it */
 		if (prog_cut)
@@ -150,18 +159,68 @@ enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t l
 	}
 }
 
+/* A full AF_UNIX listen queue: a blocking connect() waits in the kernel's
+ * queue, bounded only by the program's SO_SNDTIMEO, as without the shim. */
+static enum bs_attempt unix_queue_full(int fd, const struct sockaddr *addr, socklen_t len,
+				       int prog_has_tv, int *err)
+{
+	for (;;) {
+		if (bs_real_connect(fd, addr, len) == 0 || errno == EISCONN)
+			return BS_ATT_OK;
+		if (errno == EINTR && !bs_intr_returns_eintr(prog_has_tv))
+			continue;
+		if (errno == EINTR)
+			return BS_ATT_EINTR;
+		if (errno == EAGAIN && prog_has_tv)
+			return BS_ATT_PROG_TIMEOUT; /* the program's own timeout */
+		*err = errno;
+		return BS_ATT_FAIL;
+	}
+}
+
+enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
+				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
+{
+	struct bs_sock_ident id;
+	if (!bs_sock_ident(fd, &id)) {
+		*err = errno;
+		return BS_ATT_FAIL;
+	}
+	int r = start_connect(fd, addr, len);
+	if (r < 0 && errno == ECONNABORTED) /* a failure already consumed: afresh */
+		r = start_connect(fd, addr, len);
+	if (r == 0 || errno == EISCONN)
+		return BS_ATT_OK;
+	if (errno == EAGAIN && addr->sa_family == AF_UNIX)
+		return unix_queue_full(fd, addr, len, prog_has_tv, err);
+	if (errno != EINPROGRESS && errno != EALREADY) {
+		*err = errno;
+		return BS_ATT_FAIL;
+	}
+	return await_handshake(fd, &id, deadline, prog_cut, prog_has_tv, err);
+}
+
+/* An error pending on fd, seen without taking it (SO_ERROR would clear it
+ * and so take it from the program). */
+static int error_pending(int fd)
+{
+	struct pollfd p = {fd, 0, 0};
+	struct timespec zero = {0, 0};
+	return syscall(SYS_ppoll, &p, 1, &zero, NULL, 8) == 1 && (p.revents & POLLERR);
+}
+
 int bs_sock_peer_took_all(int fd)
 {
 	struct tcp_info ti;
 	socklen_t l = sizeof ti;
-	int unsent = -1, err = -1;
-	socklen_t el = sizeof err;
-	if (sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) ||
-	    l < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked ||
-	    syscall(SYS_ioctl, fd, SIOCOUTQ, &unsent) || sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el))
+	int unsent = -1;
+	if (sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l))
+		return errno == EOPNOTSUPP || errno == ENOPROTOOPT; /* not TCP: AF_UNIX */
+	if (l < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked ||
+	    syscall(SYS_ioctl, fd, SIOCOUTQ, &unsent))
 		return 0;
 	/* bytes_acked counts the SYN as 1: more means data of ours was acked */
-	return ti.tcpi_bytes_acked > 1 && unsent == 0 && err == 0;
+	return ti.tcpi_bytes_acked > 1 && unsent == 0 && !error_pending(fd);
 }
 
 int bs_sock_ident(int fd, struct bs_sock_ident *id)

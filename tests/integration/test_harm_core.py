@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from lib import (BUILD, Acceptor, SynSniffer, base_env, check, check_gaps, free_port,
@@ -280,3 +281,112 @@ def test_owed_error_is_never_given_to_a_file_that_took_the_number():
     check(rc0 == rc1 == 0, "exit codes %d %d" % (rc0, rc1))
     check("same fd: yes" in out0, "the file did not reuse the number: %r" % out0)
     check(out1 == out0, "differs with the shim: %r vs %r" % (out1, out0))
+
+
+# ---- found by review: what EINTR, cancellation and EOF must not break ----
+
+INTERRUPTED = ("import signal,socket,sys\n"
+               "signal.signal(signal.SIGALRM, lambda *a: None)\n"
+               "s=socket.socket()\n"
+               "signal.setitimer(signal.ITIMER_REAL, 0.3)\n"
+               "try:\n"
+               "    s.connect(('127.0.0.1', int(sys.argv[1])))\n"
+               "    print('connected')\n"
+               "except OSError as e:\n"
+               "    print('connect failed', e.errno)\n")
+
+
+def test_signal_during_a_wait_is_not_taken_for_a_connection():
+    """A signal whose handler lacks SA_RESTART (CPython's) interrupts a wait
+    between attempts. EINTR would tell the program "still connecting": CPython
+    then polls the unconnected socket, finds it writable with no error and
+    reports success. The call ends with the last real error instead."""
+    port = free_port()
+    rc0, out0, _ = _py(INTERRUPTED, base_env(), [port])
+    rc1, out1, err1 = _py(INTERRUPTED, shim_env(), [port])
+    check(out0 == "connect failed 111\n", "without the shim: %r" % out0)
+    check(out1 == out0, "with the shim %r (%r)" % (out1, _shim_lines(err1)))
+
+
+def test_cancelled_thread_leaves_the_socket_blocking():
+    """pthread_cancel of a thread in a retried connect(): the cancellation
+    acts where the socket is as the program set it, never while the shim has
+    O_NONBLOCK on for its own attempt."""
+    port = free_port()
+    rc, out, err = run([prog("cancelconn"), str(port)], base_env())
+    check(rc == 0 and out == "canceled=0 nonblocking=0\n", "without the shim: %r" % out)
+    rc, out, err = run([prog("cancelconn"), str(port)], shim_env(BACKOFFSHIM_LOG="off"))
+    check(rc == 0 and out == "canceled=1 nonblocking=0\n", "with the shim: %r" % out)
+
+
+RESET_AFTER_EOF = ("import select,socket,sys\n"
+                   "s=socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+                   "p=select.poll(); p.register(s, select.POLLIN)\n"
+                   "assert p.poll(5000)\n"  # the server's FIN, not read yet
+                   "s.send(b'late')\n"       # answered with a reset
+                   "p.modify(s, 0)\n"
+                   "assert p.poll(5000)\n"  # POLLERR: the reset is pending
+                   "print('eof', s.recv(1))\n"
+                   "print('error', s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))\n")
+
+
+def test_eof_check_leaves_a_pending_reset_to_the_program():
+    """The server closes at once; the client writes after its FIN came, the
+    server answers with a reset, and the client reads EOF, then SO_ERROR.
+    The shim's look at that EOF must not take the pending error away."""
+    results = []
+    for env in (base_env(), shim_env()):
+        port = free_port()
+        with Acceptor(port, lambda c: None):
+            rc, out, err = _py(RESET_AFTER_EOF, env, [port])
+        results.append((rc, out))
+    check(results[0][0] == 0 and "error 0" not in results[0][1],
+          "without the shim no pending error: %r" % (results[0],))
+    check(results[1] == results[0], "with the shim %r, without %r" % (results[1], results[0]))
+
+
+UNIX_UPLOAD = ("import socket,sys,time\n"
+               "t0=time.monotonic()\n"
+               "for i in range(4):\n"
+               "    s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+               "    s.sendall(b'line %d' % i); s.shutdown(socket.SHUT_WR)\n"
+               "    assert s.recv(1) == b''\n"
+               "    s.close()\n"
+               "print('done')\n"
+               "print('took', time.monotonic()-t0, file=sys.stderr)\n")
+
+
+def test_unix_upload_is_not_paced():
+    """unix = on: an AF_UNIX server that reads an upload and closes without
+    a reply is up, not failing (the kernel cannot say more for AF_UNIX)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "up.sock")
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(path)
+        srv.listen(8)
+        srv.settimeout(5)
+        got = []
+
+        def serve():
+            for _ in range(4):
+                try:
+                    c, _ = srv.accept()
+                except OSError:
+                    return
+                with c:
+                    data = b""
+                    while True:
+                        b = c.recv(100)
+                        if not b:
+                            break
+                        data += b
+                    got.append(data)
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        rc, out, err = _py(UNIX_UPLOAD, shim_env(BACKOFFSHIM_UNIX="on"), [path])
+        t.join(5)
+        srv.close()
+    check(rc == 0 and out == "done\n", "client: %r %r" % (out, err[-300:]))
+    check(got == [b"line %d" % i for i in range(4)], "server got %r" % got)
+    check(_took(err) < 0.3 and not _shim_lines(err), "paced: %.2fs %r"
+          % (_took(err), _shim_lines(err)))

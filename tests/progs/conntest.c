@@ -14,8 +14,9 @@
  *  -H  the handler itself connects to HOST:PORT (async-signal-safe calls)
  *  -n  do the whole thing N times in a row (the alarm only on the first);
  *      "next" is printed between rounds
- *  -S  a crash handler (SIGSEGV, no SA_RESTART) and a SIGCHLD handler with
- *      SA_RESTART; a child that exits after 150 ms is forked before connect
+ *  -S  crash handlers (SIGSEGV, SIGABRT, no SA_RESTART) and a SIGCHLD
+ *      handler with SA_RESTART; a child that exits after 150 ms is forked
+ *      before connect
  *  With -j -c, the socket is checked after the jump too: flags and
  *  SO_SNDTIMEO as the program set them.
  * Prints one line per connect: "ok ms=N", "fail errno=NAME ms=N" or
@@ -181,8 +182,9 @@ static void crash_and_child_handlers(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_fault; /* a crash handler: no SA_RESTART */
+	sa.sa_handler = on_fault; /* crash handlers: no SA_RESTART */
 	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
 	sa.sa_handler = on_child;
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGCHLD, &sa, NULL);
