@@ -164,7 +164,7 @@ $(ASAN_SO): $(ASAN_COMMON_OBJ) $(ASAN_LIB_OBJ) shim/exports.map | san-deps
 	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -shared-libasan $(LDFLAGS_SO) -o $@ \
 	    $(ASAN_COMMON_OBJ) $(ASAN_LIB_OBJ) $(INIH_A)
 
-$(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_COMMON_OBJ) | fuzz-deps
+$(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(SAN_HDRS) $(FUZZ_COMMON_OBJ) | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(SAN_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	    -Itests/fuzz -o $@ $< $(FUZZ_COMMON_OBJ) $(INIH_A)
@@ -180,4 +180,4 @@ sanitize: sanitize-build | test-deps
 fuzz-build: $(FUZZ_BIN)
 
 fuzz: fuzz-build
-	@scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)
+	@scripts/sanitize.sh --fuzz $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)

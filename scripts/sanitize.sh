@@ -4,8 +4,58 @@
 # shared ASan runtime) into a subset of the integration tests. Any sanitizer
 # report fails the run.
 #   scripts/sanitize.sh ASAN_DIR TSAN_DIR ASAN_SO ASAN_UNIT_BIN... -- TSAN_UNIT_BIN...
+# make fuzz: each libFuzzer target for SECONDS on a scratch copy of its seed
+# corpus (tests/fuzz/corpus/TARGET); findings are kept in DIR/artifacts.
+#   scripts/sanitize.sh --fuzz DIR SECONDS FUZZ_BIN...
 set -u
 cd "$(dirname "$0")/.."
+
+fuzz() {
+	dir=$1 secs=$2
+	shift 2
+	status=0 summary=""
+	for bin in "$@"; do
+		name=$(basename "$bin")
+		work=$dir/work/$name art=$dir/artifacts/$name log=$dir/$name.log
+		rm -rf "$work" "$art"
+		mkdir -p "$work" "$art"
+		cp tests/fuzz/corpus/"$name"/* "$work"/ 2>/dev/null
+		echo "== $name: ${secs}s"
+		# -timeout: one input may take 10 s at most; the run gets a
+		# minute's grace past its time before it counts as hung.
+		timeout $((secs + 60)) "$bin" -max_total_time="$secs" -timeout=10 \
+			-rss_limit_mb=2048 -dict=tests/fuzz/config.dict \
+			-artifact_prefix="$art"/ "$work" >"$log" 2>&1
+		rc=$?
+		runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log")
+		if [ $rc = 0 ]; then
+			summary="$summary
+  $name: ok, ${runs:-?} runs"
+			continue
+		fi
+		status=1
+		echo "FAILED: $name (exit $rc); from its log ($log):"
+		grep -E -A12 '^FUZZ CHECK|ERROR: AddressSanitizer|runtime error|ERROR: libFuzzer' \
+			"$log" | grep -v '^	NEW_FUNC' | head -60
+		for f in "$art"/*; do
+			[ -f "$f" ] || continue
+			echo "input $f (shown with od -c):"
+			od -c "$f" | head -20
+			echo "replay: $bin $f"
+		done
+		summary="$summary
+  $name: FAILED (see above)"
+	done
+	echo "fuzz summary:$summary"
+	return $status
+}
+
+if [ "${1:-}" = --fuzz ]; then
+	shift
+	fuzz "$@"
+	exit $?
+fi
+
 asan_dir=$1 tsan_dir=$2 asan_so=$3
 shift 3
 # The integration tests run with the ASan library (module prefixes), less
