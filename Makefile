@@ -111,6 +111,8 @@ ASAN_DIR     := $(BUILD)/asan
 TSAN_DIR     := $(BUILD)/tsan
 FUZZ_DIR     := $(BUILD)/fuzz
 SAN_HDRS     := $(wildcard shim/common/*.h shim/lib/*.h)
+# looked up when a recipe runs, i.e. after `deps` may have installed it
+SAN_INIH      = $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
 
 ASAN_COMMON_OBJ := $(COMMON_SRC:%.c=$(ASAN_DIR)/obj/%.o)
 ASAN_LIB_OBJ    := $(LIB_SRC:%.c=$(ASAN_DIR)/obj/%.o)
@@ -149,25 +151,25 @@ $(FUZZ_DIR)/obj/%.o: %.c $(SAN_HDRS) | fuzz-deps
 $(ASAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_COMMON_OBJ) | san-deps test-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_COMMON_OBJ) \
-	    $(INIH_A) -lcmocka -lpthread
+	    $(SAN_INIH) -lcmocka -lpthread
 
 $(TSAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(TSAN_COMMON_OBJ) \
 		tests/fuzz/cmocka_skip.c | san-deps test-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -Itests/unit -o $@ $< tests/fuzz/cmocka_skip.c \
 	    $(TSAN_COMMON_OBJ) \
-	    $(INIH_A) -lcmocka -lpthread
+	    $(SAN_INIH) -lcmocka -lpthread
 
 # The preloadable library with the shared ASan runtime (which then has to be
 # preloaded ahead of it: scripts/sanitize.sh).
 $(ASAN_SO): $(ASAN_COMMON_OBJ) $(ASAN_LIB_OBJ) shim/exports.map | san-deps
 	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -shared-libasan $(LDFLAGS_SO) -o $@ \
-	    $(ASAN_COMMON_OBJ) $(ASAN_LIB_OBJ) $(INIH_A)
+	    $(ASAN_COMMON_OBJ) $(ASAN_LIB_OBJ) $(SAN_INIH)
 
 $(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(SAN_HDRS) $(FUZZ_COMMON_OBJ) | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(SAN_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	    -Itests/fuzz -o $@ $< $(FUZZ_COMMON_OBJ) $(INIH_A)
+	    -Itests/fuzz -o $@ $< $(FUZZ_COMMON_OBJ) $(SAN_INIH)
 
 .SECONDARY: $(ASAN_COMMON_OBJ) $(TSAN_COMMON_OBJ) $(FUZZ_COMMON_OBJ)
 
