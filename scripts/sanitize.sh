@@ -29,8 +29,11 @@ fuzz() {
 		rc=$?
 		runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log")
 		if [ $rc = 0 ]; then
+			warn=""
+			grep -q '^FUZZ CHECK WARNING' "$log" &&
+				warn=" (BACKOFFSHIM_FUZZ_CTRL=warn: a control byte was let through, see $log)"
 			summary="$summary
-  $name: ok, ${runs:-?} runs"
+  $name: ok, ${runs:-?} runs$warn"
 			continue
 		fi
 		status=1
