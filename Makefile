@@ -97,3 +97,89 @@ install: $(SO) $(CLI)
 
 clean:
 	rm -rf $(BUILD)
+
+# --- Sanitizers and fuzzing (clang-14; see README "Tests") -------------------
+# make sanitize: unit tests under ASan+UBSan, the threaded ones under TSan, and
+# an ASan+UBSan build of the library preloaded into part of the integration
+# suite. make fuzz: libFuzzer targets for the configuration parsers.
+CLANG        ?= clang-14
+SAN_CFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -O1 -g \
+                -fno-omit-frame-pointer -Ishim/common -Ishim/lib
+ASAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all
+TSAN_FLAGS   := -fsanitize=thread
+ASAN_DIR     := $(BUILD)/asan
+TSAN_DIR     := $(BUILD)/tsan
+FUZZ_DIR     := $(BUILD)/fuzz
+SAN_HDRS     := $(wildcard shim/common/*.h shim/lib/*.h)
+# looked up when a recipe runs, i.e. after `deps` may have installed it
+SAN_INIH      = $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
+
+ASAN_COMMON_OBJ := $(COMMON_SRC:%.c=$(ASAN_DIR)/obj/%.o)
+ASAN_LIB_OBJ    := $(LIB_SRC:%.c=$(ASAN_DIR)/obj/%.o)
+ASAN_UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(ASAN_DIR)/tests/%)
+ASAN_SO         := $(ASAN_DIR)/libbackoffshim.so
+TSAN_COMMON_OBJ := $(COMMON_SRC:%.c=$(TSAN_DIR)/obj/%.o)
+# every unit test that starts threads
+TSAN_UNIT_SRC   := $(shell grep -l pthread_create $(UNIT_SRC) 2>/dev/null)
+TSAN_UNIT_BIN   := $(TSAN_UNIT_SRC:tests/unit/%.c=$(TSAN_DIR)/tests/%)
+
+FUZZ_SRC        := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN        := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_DIR)/bin/%)
+FUZZ_COMMON_OBJ := $(COMMON_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_SECONDS    ?= 30
+
+.PHONY: san-deps fuzz-deps sanitize sanitize-build fuzz fuzz-build
+san-deps: deps
+	@scripts/install-deps --check sanitize >/dev/null 2>&1 || scripts/install-deps sanitize
+fuzz-deps: deps
+	@scripts/install-deps --check fuzz >/dev/null 2>&1 || scripts/install-deps fuzz
+
+$(ASAN_DIR)/obj/%.o: %.c $(SAN_HDRS) | san-deps
+	@mkdir -p $(dir $@)
+	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+
+$(TSAN_DIR)/obj/%.o: %.c $(SAN_HDRS) | san-deps
+	@mkdir -p $(dir $@)
+	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
+
+# Coverage instrumentation for libFuzzer, plus ASan and UBSan.
+$(FUZZ_DIR)/obj/%.o: %.c $(SAN_HDRS) | fuzz-deps
+	@mkdir -p $(dir $@)
+	$(CLANG) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined \
+	    -fno-sanitize-recover=all -c $< -o $@
+
+$(ASAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_COMMON_OBJ) | san-deps test-deps
+	@mkdir -p $(dir $@)
+	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_COMMON_OBJ) \
+	    $(SAN_INIH) -lcmocka -lpthread
+
+$(TSAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(TSAN_COMMON_OBJ) \
+		tests/fuzz/cmocka_skip.c | san-deps test-deps
+	@mkdir -p $(dir $@)
+	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -Itests/unit -o $@ $< tests/fuzz/cmocka_skip.c \
+	    $(TSAN_COMMON_OBJ) \
+	    $(SAN_INIH) -lcmocka -lpthread
+
+# The preloadable library with the shared ASan runtime (which then has to be
+# preloaded ahead of it: scripts/sanitize.sh).
+$(ASAN_SO): $(ASAN_COMMON_OBJ) $(ASAN_LIB_OBJ) shim/exports.map | san-deps
+	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -shared-libasan $(LDFLAGS_SO) -o $@ \
+	    $(ASAN_COMMON_OBJ) $(ASAN_LIB_OBJ) $(SAN_INIH)
+
+$(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(SAN_HDRS) $(FUZZ_COMMON_OBJ) | fuzz-deps
+	@mkdir -p $(dir $@)
+	$(CLANG) $(SAN_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	    -Itests/fuzz -o $@ $< $(FUZZ_COMMON_OBJ) $(SAN_INIH)
+
+.SECONDARY: $(ASAN_COMMON_OBJ) $(TSAN_COMMON_OBJ) $(FUZZ_COMMON_OBJ)
+
+sanitize-build: $(ASAN_UNIT_BIN) $(TSAN_UNIT_BIN) $(ASAN_SO) $(CLI) $(PROG_BIN)
+
+sanitize: sanitize-build | test-deps
+	@CLANG=$(CLANG) scripts/sanitize.sh $(ASAN_DIR) $(TSAN_DIR) $(ASAN_SO) \
+	    $(ASAN_UNIT_BIN) -- $(TSAN_UNIT_BIN)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@scripts/sanitize.sh --fuzz $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)

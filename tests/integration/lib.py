@@ -15,7 +15,10 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(ROOT, "build")
-SO = os.path.join(BUILD, "libbackoffshim.so")
+# The library under test; make sanitize points these at its ASan build, with
+# the sanitizer runtime preloaded ahead of it.
+SO = os.environ.get("BACKOFFSHIM_TEST_SO", os.path.join(BUILD, "libbackoffshim.so"))
+PRELOAD = os.environ.get("BACKOFFSHIM_TEST_PRELOAD", SO)
 PROGS = os.path.join(BUILD, "progs")
 
 # The scaled-down schedule the tests use (seconds).
@@ -62,7 +65,7 @@ def base_env(**extra):
 def shim_env(**extra):
     """Environment that preloads the shim with the scaled schedule."""
     env = base_env(
-        LD_PRELOAD=SO,
+        LD_PRELOAD=PRELOAD,
         BACKOFFSHIM_CONFIG="/dev/null",
         BACKOFFSHIM_INITIAL_BACKOFF="50ms",
         BACKOFFSHIM_MULTIPLIER="1.6",

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs every test_* function in tests/integration/test_*.py.
 
-Usage: run.py [-k SUBSTRING]. Prints one line per test and a closing
+Usage: run.py [-k SUBSTRING]... [-x SUBSTRING]... (a test runs if it matches
+any -k and no -x). Prints one line per test and a closing
 "integration: N passed, N failed" line; exits 1 if anything failed.
 """
 import importlib.util
@@ -16,7 +17,9 @@ import lib  # noqa: E402
 
 
 def main():
-    pattern = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "-k" else ""
+    args = sys.argv[1:]
+    patterns = [args[i + 1] for i in range(len(args) - 1) if args[i] == "-k"] or [""]
+    skip = [args[i + 1] for i in range(len(args) - 1) if args[i] == "-x"]
     if os.geteuid() != 0:
         print("integration tests need root (raw socket observer, netns); run as root")
         print("integration: 0 passed, 1 failed")
@@ -30,7 +33,7 @@ def main():
         spec.loader.exec_module(mod)
         for fname in sorted(f for f in dir(mod) if f.startswith("test_")):
             full = "%s.%s" % (name, fname)
-            if pattern not in full:
+            if not any(p in full for p in patterns) or any(x in full for x in skip):
                 continue
             t0 = time.monotonic()
             try:
