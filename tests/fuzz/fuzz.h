@@ -152,8 +152,13 @@ static inline void fz_check_schedule(const struct bs_policy *p)
 			 "backoff %llu above max_backoff %llu", (unsigned long long)b,
 			 (unsigned long long)p->max_backoff);
 		iv = bs_responsive_up(p, iv, u);
-		FZ_CHECK(iv <= p->max_backoff, "responsive interval %llu above max_backoff",
+		/* the 10 ms floor under every wait wins over a smaller cap */
+		FZ_CHECK(iv <= p->max_backoff || iv == BS_RETRY_FLOOR,
+			 "responsive interval %llu above max_backoff", (unsigned long long)iv);
+		FZ_CHECK(iv == 0 || iv >= BS_RETRY_FLOOR, "responsive interval %llu below the floor",
 			 (unsigned long long)iv);
+		FZ_CHECK(w == BS_STOP || w >= BS_RETRY_FLOOR || (w == 0 && p->kind == BS_POLICY_LIST),
+			 "policy %d wait %llu below the floor", p->kind, (unsigned long long)w);
 	}
 	for (int k = 0; k < 5; k++) {
 		uint64_t d = bs_responsive_down(p, iv, 0.5);
