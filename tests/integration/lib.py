@@ -173,76 +173,34 @@ class SynSniffer:
         self.close()
 
 
-class Server:
-    """A real TCP listener that greets each client; start() it when wanted."""
+class Acceptor:
+    """A TCP listener on host:port whose thread hands each connection to
+    `handle(conn)` (each in a thread of its own with threaded=True), records
+    accept times, and closes the connection after. Listens at once, unless a
+    subclass sets autostart = False and calls start() when wanted."""
 
-    def __init__(self, port, host="127.0.0.1", greeting=b"hello from server\n"):
-        self.port, self.host, self.greeting = port, host, greeting
-        self.accepts = []
-        self.sock = None
-        self.stop = False
-        self.thread = None
+    autostart = True
+
+    def __init__(self, port, handle, threaded=False, host="127.0.0.1"):
+        self.port, self.host, self.handle, self.threaded = port, host, handle, threaded
+        self.accepts, self.handlers, self.stop = [], [], False
+        self.sock = self.thread = None
+        if self.autostart:
+            self.start()
 
     def start(self):
         fam = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        s = socket.socket(fam, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((self.host, self.port))
-        s.listen(64)
-        s.settimeout(0.05)
-        self.sock = s
+        self.sock = socket.socket(fam, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((self.host, self.port))
+        self.sock.listen(64)
+        self.sock.settimeout(0.05)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
         return self
 
     def _run(self):
         while not self.stop:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            self.accepts.append(time.monotonic())
-            try:
-                c.sendall(self.greeting)
-            except OSError:
-                pass
-            c.close()
-
-    def close(self):
-        self.stop = True
-        if self.thread:
-            self.thread.join(2)
-        if self.sock:
-            self.sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.close()
-
-
-
-class Acceptor:
-    """A TCP listener on 127.0.0.1:port whose thread hands each connection to
-    `handle(conn)` (each in a thread of its own with threaded=True), records
-    accept times, and closes the connection after. Bounded: 2000 accepts."""
-
-    def __init__(self, port, handle, threaded=False):
-        self.handle, self.threaded = handle, threaded
-        self.accepts, self.handlers, self.stop = [], [], False
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.sock.listen(64)
-        self.sock.settimeout(0.05)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self.stop and len(self.accepts) < 2000:
             try:
                 c, _ = self.sock.accept()
             except socket.timeout:
@@ -266,10 +224,54 @@ class Acceptor:
 
     def close(self):
         self.stop = True
-        self.thread.join(2)
+        if self.thread:
+            self.thread.join(2)
         for th in list(self.handlers):
             th.join(6)
-        self.sock.close()
+        if self.sock:
+            self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+
+
+class Server(Acceptor):
+    """A real TCP listener that greets each client; start() it when wanted."""
+
+    autostart = False
+
+    def __init__(self, port, host="127.0.0.1", greeting=b"hello from server\n"):
+        super().__init__(port, lambda c: c.sendall(greeting), host=host)
+
+
+class BlackHole:
+    """A listener whose accept queue is full, so that further SYNs to it are
+    dropped, as by a black hole; drain() frees the queue (then `lst` accepts
+    again)."""
+
+    def __init__(self, port, host="127.0.0.1"):
+        self.lst = socket.socket()
+        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lst.bind((host, port))
+        self.lst.listen(0)
+        self.fillers = []
+        for _ in range(3):
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex((host, port))
+            self.fillers.append(f)
+
+    def drain(self):
+        for f in self.fillers:
+            f.close()
+        self.fillers = []
+
+    def close(self):
+        self.drain()
+        self.lst.close()
 
     def __enter__(self):
         return self

@@ -6,7 +6,8 @@ import sys
 import tempfile
 import time
 
-from lib import (BUILD, LineReader, Server, check, free_port, prog, run, shim_env, spawn)
+from lib import (BUILD, BlackHole, LineReader, Server, check, free_port, prog, run, shim_env,
+                 spawn)
 
 
 def test_unanswered_syn_is_cut_at_min_connect_timeout():
@@ -16,8 +17,7 @@ def test_unanswered_syn_is_cut_at_min_connect_timeout():
     port = free_port()
     p = spawn([prog("conntest"), "127.0.0.1", str(port)],
               shim_env(BACKOFFSHIM_MAX_ELAPSED="25s", BACKOFFSHIM_LOG="debug"))
-    fillers = []
-    lst = None
+    hole = None
     try:
         # Let it fail twice with "refused" (read from its log: no listener yet).
         deadline = time.monotonic() + 5
@@ -25,15 +25,7 @@ def test_unanswered_syn_is_cut_at_min_connect_timeout():
         while seen.count("next attempt in") < 2 and time.monotonic() < deadline:
             seen += p.stderr.readline()
         check(seen.count("next attempt in") >= 2, "no refused attempts: %r" % seen)
-        lst = socket.socket()
-        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        lst.bind(("127.0.0.1", port))
-        lst.listen(0)
-        for _ in range(3):  # fill the accept queue; later SYNs are dropped
-            f = socket.socket()
-            f.setblocking(False)
-            f.connect_ex(("127.0.0.1", port))
-            fillers.append(f)
+        hole = BlackHole(port)  # later SYNs are dropped
         t_full = time.monotonic()
         line = ""
         while "timed out" not in line and time.monotonic() < t_full + 5:
@@ -42,9 +34,9 @@ def test_unanswered_syn_is_cut_at_min_connect_timeout():
         check("Connection timed out" in line, "no timed-out attempt: %r" % line)
         check(0.8 <= cut_after <= 1.6, "attempt cut after %.2fs, expected ~1s" % cut_after)
         # Now drain the queue and serve: the next attempt connects.
+        lst = hole.lst
         lst.settimeout(0.2)
-        for f in fillers:
-            f.close()
+        hole.drain()
         end = time.monotonic() + 24
         while p.poll() is None and time.monotonic() < end:
             try:
@@ -63,10 +55,8 @@ def test_unanswered_syn_is_cut_at_min_connect_timeout():
         if p.poll() is None:
             p.kill()
             p.wait()
-        for f in fillers:
-            f.close()
-        if lst:
-            lst.close()
+        if hole:
+            hole.close()
 
 
 def test_unix_sockets_off_by_default_and_paced_when_on():

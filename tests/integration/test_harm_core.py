@@ -10,7 +10,7 @@ import tempfile
 import threading
 import time
 
-from lib import (BUILD, Acceptor, SynSniffer, base_env, check, check_gaps, free_port,
+from lib import (BUILD, Acceptor, BlackHole, SynSniffer, base_env, check, check_gaps, free_port,
                  ms_of, prog, run, shim_env, spawn)
 
 PY = sys.executable
@@ -237,29 +237,17 @@ def test_longjmp_during_a_retried_attempt_leaves_the_socket_as_set():
     port = free_port()
     p = spawn([prog("conntest"), "-c", "-a", "900", "-j", "127.0.0.1", str(port)],
               shim_env(BACKOFFSHIM_MIN_CONNECT_TIMEOUT="2s"))
-    fillers, lst = [], None
     try:
         seen, end = "", time.monotonic() + 5
         while seen.count("next attempt in") < 2 and time.monotonic() < end:
             seen += p.stderr.readline()
         check(seen.count("next attempt in") >= 2, "no refused attempts: %r" % seen)
-        lst = socket.socket()
-        lst.bind(("127.0.0.1", port))
-        lst.listen(0)
-        for _ in range(3):  # fill the accept queue: later SYNs are dropped
-            f = socket.socket()
-            f.setblocking(False)
-            f.connect_ex(("127.0.0.1", port))
-            fillers.append(f)
-        out, err = p.communicate(timeout=10)
+        with BlackHole(port):
+            out, err = p.communicate(timeout=10)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
-        for f in fillers:
-            f.close()
-        if lst:
-            lst.close()
     check(out.startswith("jumped"), "no jump: %r %r" % (out, err[-300:]))
     check("timed out" not in err, "the jump did not land in an attempt: %r" % err[-300:])
     check("check failed" not in out, "the socket was left changed: %r" % out)
