@@ -114,11 +114,23 @@ static void remember_log_path(const char *path)
 	memcpy(g_log_path + n, path, strlen(path) + 1);
 }
 
+/* A regular file reached by an ordinary path is opened per line. A device
+ * or FIFO (which do not rotate), and a path through /proc or /dev/fd (a
+ * name for "whatever that fd is now", which may be the program's own file
+ * by the next line), are opened once and held above fd 2. */
+static int open_per_line(int fd, const char *path)
+{
+	struct stat st;
+	return syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/dev/", 5) != 0;
+}
+
 static void open_log(void)
 {
 	const char *path = g_cfg.log_file;
+	enum bs_level level = (enum bs_level)g_cfg.log_level;
 	if (!path[0]) {
-		bs_log_setup((enum bs_level)g_cfg.log_level, -1);
+		bs_log_setup(level, -1);
 		return;
 	}
 	remember_log_path(path);
@@ -126,14 +138,22 @@ static void open_log(void)
 		      (in_sticky_dir(g_log_path) ? O_NOFOLLOW : 0);
 	int raw = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
 	const char *why = log_open_problem(raw, errno);
+	int held = -1;
+	if (!why && !open_per_line(raw, g_log_path)) {
+		held = (int)syscall(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
+		if (held < 0)
+			why = "cannot open for appending, logging to stderr";
+	}
 	if (raw >= 0)
 		syscall(SYS_close, raw);
 	if (why) {
 		report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, path, why);
-		bs_log_setup((enum bs_level)g_cfg.log_level, -1);
-		return;
+		bs_log_setup(level, -1);
+	} else if (held >= 0) {
+		bs_log_setup(level, held);
+	} else {
+		bs_log_setup_file(level, open_log_file);
 	}
-	bs_log_setup_file((enum bs_level)g_cfg.log_level, open_log_file);
 }
 
 /* The fd table: one slot per possible fd, sized from RLIMIT_NOFILE (hard
