@@ -7,6 +7,7 @@ import fcntl
 import os
 import re
 import shutil
+import sys
 import subprocess
 import tempfile
 import threading
@@ -282,3 +283,36 @@ def test_log_file_symlink_in_sticky_directory_is_not_followed():
         check(lines and b"symbolic link" in lines[0], "no warning: %r" % lines)
     finally:
         shutil.rmtree(d)
+
+
+# --- found on the way: a log file named through /dev/stderr ----------------
+
+REUSES_FD2 = ("import os,socket,sys\n"
+              "os.close(2)\n"
+              "fd=os.open(sys.argv[1], os.O_WRONLY|os.O_CREAT|os.O_TRUNC)\n"
+              "assert fd == 2\n"
+              "try:\n"
+              "    socket.create_connection(('127.0.0.1', int(sys.argv[2])))\n"
+              "except OSError as e:\n"
+              "    print('connect', e.errno)\n"
+              "os.write(fd, b'data\\n')\n")
+
+
+def test_log_file_dev_stderr_never_follows_fd_2_to_the_programs_file():
+    """BACKOFFSHIM_LOG_FILE=/dev/stderr names "whatever fd 2 is". The program
+    closes fd 2 and opens its data file, which gets number 2: the shim's
+    lines must not land in that file."""
+    port = _dead_port()
+    with tempfile.TemporaryDirectory() as d:
+        data = os.path.join(d, "data")
+        results = []
+        for env in (base_env(), shim_env(BACKOFFSHIM_LOG_FILE="/dev/stderr",
+                                         BACKOFFSHIM_MAX_ATTEMPTS="3")):
+            rc, out, err = _run([sys.executable, "-c", REUSES_FD2, data, port], env)
+            with open(data, "rb") as f:
+                results.append((rc, out, f.read()))
+            if env.get("LD_PRELOAD"):
+                logged = err
+    check(results[0] == (0, b"connect 111\n", b"data\n"), "baseline: %r" % (results[0],))
+    check(results[1] == results[0], "with the shim %r, without %r" % (results[1], results[0]))
+    check(logged.count(b"backoffshim[") >= 2, "the log lines went nowhere: %r" % logged)
