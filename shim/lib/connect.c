@@ -26,8 +26,7 @@ static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *
 	return r;
 }
 
-__attribute__((visibility("default"))) int connect(int fd, const struct sockaddr *addr,
-						   socklen_t len)
+static int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	const struct bs_config *cfg = bs_active();
 	if (!cfg)
@@ -63,4 +62,9 @@ __attribute__((visibility("default"))) int connect(int fd, const struct sockaddr
 		return bs_sock_is_stream(fd) ? bs_responsive_connect(cfg, fd, addr, len, key)
 					     : bs_real_connect(fd, addr, len);
 	return bs_engine_connect(cfg, fd, addr, len, key);
+}
+
+BS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	return do_connect(fd, addr, len);
 }

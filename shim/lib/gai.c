@@ -9,9 +9,8 @@
 #include <string.h>
 #include "shim.h"
 
-__attribute__((visibility("default"))) int getaddrinfo(const char *node, const char *svc,
-						       const struct addrinfo *hints,
-						       struct addrinfo **res)
+static int do_getaddrinfo(const char *node, const char *svc, const struct addrinfo *hints,
+			  struct addrinfo **res)
 {
 	int r = bs_real_getaddrinfo(node, svc, hints, res);
 	if (r != 0 || !res || !bs_active())
@@ -40,6 +39,12 @@ __attribute__((visibility("default"))) int getaddrinfo(const char *node, const c
 	return r;
 }
 
+BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo *hints,
+		       struct addrinfo **res)
+{
+	return do_getaddrinfo(node, svc, hints, res);
+}
+
 int bs_name_has(uint64_t name, uint64_t key)
 {
 	return bs_res_name_has(bs_res(), name, key, bs_now(), BS_RES_HORIZON);
@@ -47,7 +52,4 @@ int bs_name_has(uint64_t name, uint64_t key)
 
 /* Records outlive the result: CPython, for one, frees it before connecting;
  * they expire after BS_RES_HORIZON instead. */
-__attribute__((visibility("default"))) void freeaddrinfo(struct addrinfo *res)
-{
-	bs_real_freeaddrinfo(res);
-}
+BS_API void freeaddrinfo(struct addrinfo *res) { bs_real_freeaddrinfo(res); }

@@ -23,8 +23,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define API __attribute__((visibility("default")))
-
 enum op_kind { OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG };
 
 struct op { /* a send-side call, so that it can be made again */
@@ -204,36 +202,44 @@ static int owed(int fd)
 	ssize_t r = call;                                                \
 	return read_done(fd, st, r)
 
-API ssize_t read(int fd, void *b, size_t n) { READ_WRAP(bs_real_read(fd, b, n)); }
-API ssize_t readv(int fd, const struct iovec *v, int c) { READ_WRAP(bs_real_readv(fd, v, c)); }
-API ssize_t recv(int fd, void *b, size_t n, int f) { READ_WRAP(bs_real_recv(fd, b, n, f)); }
-API ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
+/* the shared part of the plain calls and their _chk variants */
+static ssize_t do_read(int fd, void *b, size_t n) { READ_WRAP(bs_real_read(fd, b, n)); }
+static ssize_t do_recv(int fd, void *b, size_t n, int f) { READ_WRAP(bs_real_recv(fd, b, n, f)); }
+static ssize_t do_recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
 {
 	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al));
 }
-API ssize_t recvmsg(int fd, struct msghdr *m, int f) { READ_WRAP(bs_real_recvmsg(fd, m, f)); }
+
+BS_API ssize_t read(int fd, void *b, size_t n) { return do_read(fd, b, n); }
+BS_API ssize_t readv(int fd, const struct iovec *v, int c) { READ_WRAP(bs_real_readv(fd, v, c)); }
+BS_API ssize_t recv(int fd, void *b, size_t n, int f) { return do_recv(fd, b, n, f); }
+BS_API ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
+{
+	return do_recvfrom(fd, b, n, f, a, al);
+}
+BS_API ssize_t recvmsg(int fd, struct msghdr *m, int f) { READ_WRAP(bs_real_recvmsg(fd, m, f)); }
 
 /* _FORTIFY_SOURCE builds call these instead; a failed size check ends the
  * program exactly as libc's own would. */
 extern void __chk_fail(void) __attribute__((noreturn));
-API ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
+BS_API ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
 {
 	if (n > bl)
 		__chk_fail();
-	READ_WRAP(bs_real_read(fd, b, n));
+	return do_read(fd, b, n);
 }
-API ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int f)
+BS_API ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int f)
 {
 	if (n > bl)
 		__chk_fail();
-	READ_WRAP(bs_real_recv(fd, b, n, f));
+	return do_recv(fd, b, n, f);
 }
-API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct sockaddr *a,
-			   socklen_t *al)
+BS_API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct sockaddr *a,
+			      socklen_t *al)
 {
 	if (n > bl)
 		__chk_fail();
-	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al));
+	return do_recvfrom(fd, b, n, f, a, al);
 }
 
 /* ---- the send side ---- */
@@ -251,20 +257,20 @@ API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct s
 		return r;                                                \
 	return send_done(&o, st, r, saved)
 
-API ssize_t write(int fd, const void *b, size_t n)
+BS_API ssize_t write(int fd, const void *b, size_t n)
 {
 	SEND_WRAP(.kind = OP_WRITE, .fd = fd, .buf = b, .n = n);
 }
-API ssize_t writev(int fd, const struct iovec *v, int c)
+BS_API ssize_t writev(int fd, const struct iovec *v, int c)
 {
 	SEND_WRAP(.kind = OP_WRITEV, .fd = fd, .iov = v, .cnt = c);
 }
-API ssize_t send(int fd, const void *b, size_t n, int f)
+BS_API ssize_t send(int fd, const void *b, size_t n, int f)
 {
 	SEND_WRAP(.kind = OP_SEND, .fd = fd, .buf = b, .n = n, .flags = f);
 }
-API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr *a,
-		   socklen_t al)
+BS_API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr *a,
+		      socklen_t al)
 {
 	const struct bs_config *cfg;
 	if ((f & MSG_FASTOPEN) && a && (cfg = bs_active()) &&
@@ -273,7 +279,7 @@ API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr
 	SEND_WRAP(.kind = OP_SENDTO, .fd = fd, .buf = b, .n = n, .flags = f, .addr = a,
 		  .alen = al);
 }
-API ssize_t sendmsg(int fd, const struct msghdr *m, int f)
+BS_API ssize_t sendmsg(int fd, const struct msghdr *m, int f)
 {
 	SEND_WRAP(.kind = OP_SENDMSG, .fd = fd, .msg = m, .flags = f);
 }

@@ -16,8 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define API __attribute__((visibility("default")))
-
 static int fix(struct pollfd *fds, nfds_t n, int r)
 {
 	const struct bs_config *cfg;
@@ -60,30 +58,40 @@ static int fix(struct pollfd *fds, nfds_t n, int r)
 	return r;
 }
 
-API int poll(struct pollfd *fds, nfds_t n, int timeout)
+static int do_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	return fix(fds, n, bs_real_poll(fds, n, timeout));
 }
 
-API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		    const sigset_t *mask)
 {
 	return fix(fds, n, bs_real_ppoll(fds, n, ts, mask));
+}
+
+BS_API int poll(struct pollfd *fds, nfds_t n, int timeout) { return do_poll(fds, n, timeout); }
+
+BS_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	return do_ppoll(fds, n, ts, mask);
 }
 
 /* _FORTIFY_SOURCE builds call these; the size check is libc's own. */
 extern void __chk_fail(void) __attribute__((noreturn));
 
-API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+/* (the static functions, not poll/ppoll: those would bind back to this
+ * library's own exports through the PLT) */
+BS_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
 {
 	if (fdslen / sizeof *fds < n)
 		__chk_fail();
-	return poll(fds, n, timeout);
+	return do_poll(fds, n, timeout);
 }
 
-API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
-		    const sigset_t *mask, size_t fdslen)
+BS_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		       const sigset_t *mask, size_t fdslen)
 {
 	if (fdslen / sizeof *fds < n)
 		__chk_fail();
-	return ppoll(fds, n, ts, mask);
+	return do_ppoll(fds, n, ts, mask);
 }

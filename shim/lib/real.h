@@ -6,6 +6,31 @@
  * even before the constructor; a call that arrives while this thread is
  * inside dlsym (or if dlsym fails) goes straight to the kernel instead, so
  * nothing here can recurse or return an error libc would not.
+ *
+ * The calls themselves are listed once, in interposed.def; this header, the
+ * slots in real.c and the export map (build/exports.map) are all expanded
+ * from that list. To interpose one more call: add it there, define it with
+ * BS_API in a wrapper file, and nothing else.
+ *
+ * bs_real_* or a raw syscall()?
+ *  - bs_real_* when the shim makes, on the program's behalf, the call the
+ *    program made (or its retry): the program's own libc then does what it
+ *    would have done without the shim (cancellation points, fortify and
+ *    errno conventions, another preloaded library further down the chain).
+ *    Never call the interposed name itself (read, close, poll...) from
+ *    inside the library: that binds back to the shim's own export through
+ *    the PLT and runs the wrapper again (test_build.py checks for such
+ *    relocations).
+ *  - A raw syscall(SYS_...) for the shim's own housekeeping (fstat,
+ *    getpeername, fcntl, getsockopt(SO_ERROR) of its own, its config file
+ *    and log), which must not be seen by other interposers, must not be a
+ *    cancellation point and must work before dlsym can. Use only system
+ *    calls that every architecture has: the asm-generic table (aarch64,
+ *    riscv64) lacks open, dup2, poll, accept, select, pipe, fork, stat...;
+ *    use openat, dup3, ppoll, accept4, pselect6, pipe2, clone (`make
+ *    cross-check` compiles the library for aarch64). fstat and futex,
+ *    which the shim uses, are on every 64-bit architecture but riscv32
+ *    and loongarch64 (before Linux 6.11, for fstat) lack them.
  */
 #ifndef BS_REAL_H
 #define BS_REAL_H
@@ -17,34 +42,16 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-int bs_real_connect(int fd, const struct sockaddr *addr, socklen_t len);
-int bs_real_getsockopt(int fd, int level, int opt, void *val, socklen_t *len);
-ssize_t bs_real_read(int fd, void *buf, size_t n);
-ssize_t bs_real_readv(int fd, const struct iovec *iov, int cnt);
-ssize_t bs_real_recv(int fd, void *buf, size_t n, int flags);
-ssize_t bs_real_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *a,
-			 socklen_t *al);
-ssize_t bs_real_recvmsg(int fd, struct msghdr *m, int flags);
-ssize_t bs_real_write(int fd, const void *buf, size_t n);
-ssize_t bs_real_writev(int fd, const struct iovec *iov, int cnt);
-ssize_t bs_real_send(int fd, const void *buf, size_t n, int flags);
-ssize_t bs_real_sendto(int fd, const void *buf, size_t n, int flags,
-		       const struct sockaddr *a, socklen_t al);
-ssize_t bs_real_sendmsg(int fd, const struct msghdr *m, int flags);
-int bs_real_poll(struct pollfd *fds, nfds_t n, int timeout);
-int bs_real_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
-		  const sigset_t *mask);
-int bs_real_close(int fd);
-int bs_real_socket(int domain, int type, int protocol);
-int bs_real_accept(int fd, struct sockaddr *addr, socklen_t *len);
-int bs_real_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags);
-int bs_real_dup2(int a, int b);
-int bs_real_dup3(int a, int b, int flags);
-int bs_real_close_range(unsigned first, unsigned last, int flags);
-void bs_real_closefrom(int lowfd);
-int bs_real_getaddrinfo(const char *node, const char *svc, const struct addrinfo *hints,
-			struct addrinfo **res);
-void bs_real_freeaddrinfo(struct addrinfo *res);
+/* The mark of a definition of an interposed (exported) name; everything
+ * else is hidden (-fvisibility=hidden) and the version script hides the
+ * rest. */
+#define BS_API __attribute__((visibility("default")))
+
+#define BS_REAL(ret, name, params, args, fallback) ret bs_real_##name params;
+#define BS_REAL_VOID(name, params, args, fallback) void bs_real_##name params;
+#include "interposed.def"
+#undef BS_REAL
+#undef BS_REAL_VOID
 
 /* Resolve everything now (called from the constructor). */
 void bs_real_resolve_all(void);

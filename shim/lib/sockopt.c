@@ -7,8 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-__attribute__((visibility("default"))) int getsockopt(int fd, int level, int opt,
-						      void *val, socklen_t *len)
+static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
 	int r = bs_real_getsockopt(fd, level, opt, val, len);
 	if (r != 0 || level != SOL_SOCKET || opt != SO_ERROR || !val || !len ||
@@ -37,4 +36,9 @@ __attribute__((visibility("default"))) int getsockopt(int fd, int level, int opt
 	*(int *)val = bs_nb_outcome(cfg, fd, err);
 	errno = saved;
 	return r;
+}
+
+BS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+{
+	return do_getsockopt(fd, level, opt, val, len);
 }

@@ -5,8 +5,6 @@
 #include "real.h"
 #include "shim.h"
 
-#define API __attribute__((visibility("default")))
-
 static int fresh(int fd)
 {
 	if (fd >= 0)
@@ -14,17 +12,17 @@ static int fresh(int fd)
 	return fd;
 }
 
-API int socket(int domain, int type, int protocol)
+BS_API int socket(int domain, int type, int protocol)
 {
 	return fresh(bs_real_socket(domain, type, protocol));
 }
 
-API int accept(int fd, struct sockaddr *addr, socklen_t *len)
+BS_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	return fresh(bs_real_accept(fd, addr, len));
 }
 
-API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+BS_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	return fresh(bs_real_accept4(fd, addr, len, flags));
 }
