@@ -8,9 +8,8 @@
  * (single flight), and publishes each outcome to every waiter.
  */
 #include "addr.h"
+#include "budget.h"
 #include "clock.h"
-#include "errname.h"
-#include "log.h"
 #include "policy.h"
 #include "real.h"
 #include "shim.h"
@@ -27,15 +26,12 @@ struct call {
 	socklen_t len;
 	uint64_t key;
 	struct bs_entry *e;
-	uint64_t start, budget_end, prog_end;
-	struct timeval prog_tv;
-	int prog_has_tv;
+	struct bs_budget b; /* attempts: failed rounds this call lived through */
+	int prog_has_tv;    /* the program set SO_SNDTIMEO (the EINTR rule) */
 	uint32_t tid;
-	uint32_t attempts;  /* failed rounds this call lived through */
 	uint32_t seen_fail; /* destination's failure count last seen */
 	int last_err;
 	int fallback;       /* the program has other addresses of the name */
-	int stopped;        /* the policy allows no further attempt */
 };
 
 static uint64_t min64(uint64_t a, uint64_t b)
@@ -43,34 +39,18 @@ static uint64_t min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-static void line_dest(struct bs_line *l, const struct call *c)
+/* The call ends for the reason recorded in its budget: the common
+ * give-up line (outcome.c), errno the last attempt's error. */
+static int give_up(const struct call *c)
 {
-	char name[128];
-	bs_addr_format(c->addr, c->len, name, sizeof name);
-	bs_line_str(l, "connect ");
-	bs_line_str(l, name);
-	bs_line_str(l, ": ");
+	struct bs_dest d = {c->key, c->addr, c->len};
+	return bs_dest_give_up(&d, &c->b, c->last_err);
 }
 
-static int give_up(const struct call *c, const char *why)
+static int give_up_for(struct call *c, enum bs_stop why)
 {
-	int err = c->last_err ? c->last_err : ECONNREFUSED;
-	if (bs_log_enabled(BS_LOG_ERROR)) {
-		struct bs_line l;
-		bs_line_start(&l);
-		line_dest(&l, c);
-		bs_line_str(&l, "giving up after ");
-		bs_line_u64(&l, c->attempts);
-		bs_line_str(&l, c->attempts == 1 ? " attempt in " : " attempts in ");
-		bs_line_dur(&l, bs_now() - c->start);
-		bs_line_str(&l, " (");
-		bs_line_str(&l, why);
-		bs_line_str(&l, "): ");
-		bs_line_str(&l, bs_errno_msg(err));
-		bs_line_emit(&l, BS_LOG_ERROR);
-	}
-	errno = err;
-	return -1;
+	bs_budget_stop(&c->b, why);
+	return give_up(c);
 }
 
 /* A failure of this call's attempt; when it ends the call's budget, the
@@ -80,9 +60,9 @@ static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 			   uint64_t delay, int err)
 {
 	uint64_t next = delay == BS_STOP ? t0 : t0 + delay;
-	int quiet = (c->cfg->max_attempts && c->attempts + 1 >= c->cfg->max_attempts) ||
-		    next >= c->budget_end || next >= c->prog_end || c->fallback;
-	c->stopped |= delay == BS_STOP;
+	int quiet = bs_budget_last(&c->b, next) || c->fallback;
+	if (delay == BS_STOP)
+		bs_budget_policy_done(&c->b);
 	struct bs_dest d = {c->key, c->addr, c->len};
 	c->last_err = err;
 	bs_dest_failed(c->e, &d, seen, t0, delay, err, quiet);
@@ -117,10 +97,10 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 {
 	uint64_t shim_end = now + bs_policy_attempt_timeout(&c->cfg->policy,
 							    delay == BS_STOP ? 0 : delay);
-	uint64_t end = min64(shim_end, min64(c->budget_end, c->prog_end));
+	uint64_t end = min64(shim_end, bs_budget_end(&c->b));
 	int err = 0;
 	enum bs_attempt r = bs_sock_attempt(c->fd, c->addr, c->len, end,
-					    end == c->prog_end && end < shim_end,
+					    end == c->b.prog_end && end < shim_end,
 					    c->prog_has_tv, &err);
 	*done = 1;
 	switch (r) {
@@ -180,22 +160,16 @@ static int retry_loop(struct call *c)
 			c->e = bs_table_claim(bs_tab(), c->key, bs_now(),
 					      c->cfg->policy.max_backoff);
 			if (!c->e) /* table full of live entries: go untracked */
-				return give_up(c, "destination table full");
+				return give_up_for(c, BS_STOP_TABLE_FULL);
 		}
 		uint64_t s = atomic_load(&c->e->state);
 		uint32_t f = bs_state_failures(s);
 		uint32_t prev = f < c->seen_fail ? 0 : c->seen_fail;
-		c->attempts += f - prev;
+		bs_budget_count(&c->b, f - prev);
 		c->seen_fail = f;
 		uint64_t now = bs_now();
-		if (c->stopped)
-			return give_up(c, "the policy allows no more attempts");
-		if (c->cfg->max_attempts && c->attempts >= c->cfg->max_attempts)
-			return give_up(c, "max_attempts reached");
-		if (now >= c->budget_end)
-			return give_up(c, "max_elapsed reached");
-		if (now >= c->prog_end)
-			return give_up(c, "the program's SO_SNDTIMEO expired");
+		if (bs_budget_check(&c->b, now) != BS_STOP_NONE)
+			return give_up(c);
 
 		if (bs_state_open(s)) {
 			/* Healthy, or on probation after someone got through:
@@ -217,21 +191,19 @@ static int retry_loop(struct call *c)
 
 		uint64_t next = bs_state_next_at(s);
 		if (now < next) {
-			if (next >= c->budget_end)
-				return give_up(c, "next attempt is past max_elapsed");
-			if (next >= c->prog_end)
-				return give_up(c, "next attempt is past the program's SO_SNDTIMEO");
+			if (bs_budget_check_next(&c->b, next) != BS_STOP_NONE)
+				return give_up(c);
 			if (wait_on(c, s, next) == EINTR)
-				return give_up(c, "a signal interrupted the wait");
+				return give_up_for(c, BS_STOP_SIGNAL);
 			continue;
 		}
 
 		uint64_t p = atomic_load(&c->e->probe);
 		if (p && bs_probe_stale_at(p) > now && bs_probe_tid(p) != c->tid &&
 		    bs_thread_alive(bs_probe_tid(p))) {
-			if (wait_on(c, s, min64(bs_probe_stale_at(p),
-						min64(c->budget_end, c->prog_end))) == EINTR)
-				return give_up(c, "a signal interrupted the wait");
+			if (wait_on(c, s, min64(bs_probe_stale_at(p), bs_budget_end(&c->b))) ==
+			    EINTR)
+				return give_up_for(c, BS_STOP_SIGNAL);
 			continue;
 		}
 		/* the probe goes stale when the attempt must be over: a thread
@@ -295,18 +267,15 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 
 	struct call c = {
 		.cfg = cfg, .fd = fd, .addr = addr, .len = len, .key = key,
-		.tid = bs_gettid(), .budget_end = BS_NEVER, .prog_end = BS_NEVER,
+		.tid = bs_gettid(),
 	};
-	c.start = t0 ? t0 : bs_now();
-	c.fallback = bs_res_has_alternative(bs_res(), key, c.start, BS_RES_FALLBACK);
-	if (cfg->max_elapsed)
-		c.budget_end = c.start + cfg->max_elapsed;
-	c.prog_has_tv = bs_sock_sndtimeo(fd, &c.prog_tv);
-	if (c.prog_has_tv)
-		c.prog_end = c.start + (uint64_t)c.prog_tv.tv_sec * BS_NS_PER_SEC +
-			     (uint64_t)c.prog_tv.tv_usec * 1000;
+	uint64_t start = t0 ? t0 : bs_now();
+	c.fallback = bs_res_has_alternative(bs_res(), key, start, BS_RES_FALLBACK);
+	uint64_t prog = bs_sock_sndtimeo_ns(fd);
+	c.prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
+	bs_budget_init(&c.b, start, cfg->max_elapsed, cfg->max_attempts, prog);
 
-	c.e = e ? e : bs_table_claim(t, key, c.start, cfg->policy.max_backoff);
+	c.e = e ? e : bs_table_claim(t, key, start, cfg->policy.max_backoff);
 	if (!c.e) {
 		errno = err ? err : saved;
 		return err ? -1 : bs_real_connect(fd, addr, len);

@@ -11,8 +11,8 @@
  *   off:   not handled at all.
  */
 #include "addr.h"
+#include "budget.h"
 #include "clock.h"
-#include "log.h"
 #include "policy.h"
 #include "real.h"
 #include "shim.h"
@@ -31,10 +31,10 @@ static int last_err_of(uint64_t key)
 	return err ? err : ECONNREFUSED;
 }
 
-/* Wait until the destination may be tried again, or `end`. Signals do not
- * end this wait (the calls it runs inside never fail with EINTR). Returns 0
- * when due, -1 when `end` comes first. */
-static int wait_due(uint64_t key, uint64_t end)
+/* Wait until the destination may be tried again, unless that is past the
+ * budget. Signals do not end this wait (the calls it runs inside never fail
+ * with EINTR). Returns BS_STOP_NONE when due, else why not (also in b). */
+static enum bs_stop wait_due(uint64_t key, struct bs_budget *b)
 {
 	for (int i = 0; i < 100000; i++) {
 		struct bs_entry *e = bs_table_find(bs_tab(), key);
@@ -43,12 +43,20 @@ static int wait_due(uint64_t key, uint64_t end)
 		uint32_t seq = atomic_load(&e->seq);
 		uint64_t s = atomic_load(&e->state), now = bs_now();
 		if (bs_state_open(s) || now >= bs_state_next_at(s))
-			return 0;
-		if (bs_state_next_at(s) >= end)
-			return -1;
+			return BS_STOP_NONE;
+		if (bs_budget_check_next(b, bs_state_next_at(s)) != BS_STOP_NONE)
+			return b->stop;
 		bs_wait((const uint32_t *)&e->seq, seq, bs_state_next_at(s));
 	}
-	return 0;
+	return BS_STOP_NONE;
+}
+
+/* The budget of a wait that is not a retry loop's: max_elapsed from now. */
+static struct bs_budget wait_budget(const struct bs_config *cfg, uint64_t now)
+{
+	struct bs_budget b;
+	bs_budget_init(&b, now, cfg->max_elapsed, 0, BS_BUDGET_NO_TIMEOUT);
+	return b;
 }
 
 int bs_nb_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
@@ -76,7 +84,8 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 		errno = last_err_of(key); /* inside the window: no packet sent */
 		return -1;
 	}
-	if (wait_due(key, cfg->max_elapsed ? now + cfg->max_elapsed : BS_NEVER)) {
+	struct bs_budget b = wait_budget(cfg, now);
+	if (wait_due(key, &b) != BS_STOP_NONE) {
 		errno = last_err_of(key);
 		return -1;
 	}
@@ -129,6 +138,58 @@ static int reconnect(int fd, const struct sockaddr *addr, socklen_t len, uint64_
 	return ETIMEDOUT;
 }
 
+/* One round of retry mode: wait until due, reconnect, publish. Returns 1
+ * to go on; 0 when the call ends: *err 0 (connected), or b->stop says why. */
+static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d,
+		    struct bs_budget *b, int *err)
+{
+	if (bs_budget_check(b, bs_now()) != BS_STOP_NONE)
+		return 0;
+	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+	if (!e) /* untracked: the table is full */
+		return bs_budget_stop(b, BS_STOP_TABLE_FULL), 0;
+	if (wait_due(d->key, b) != BS_STOP_NONE)
+		return 0;
+	uint64_t a0 = bs_now(), s = atomic_load(&e->state);
+	uint64_t delay = bs_next_wait(cfg, e, s);
+	if (delay == BS_STOP) {
+		bs_dest_failed(e, d, s, a0, delay, *err, 1);
+		return bs_budget_stop(b, BS_STOP_POLICY), 0;
+	}
+	uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
+	uint64_t end = bs_budget_end(b);
+	*err = reconnect(fd, d->addr, d->len, lim < end ? lim : end);
+	if (*err == 0) {
+		bs_dest_connected(cfg, d, fd, a0);
+		return 0;
+	}
+	bs_budget_count(b, 1);
+	if (!bs_config_retries(cfg, *err))
+		return bs_budget_stop(b, BS_STOP_NOT_RETRYABLE), 0;
+	bs_dest_failed(e, d, s, a0, delay, *err, 0);
+	return 1;
+}
+
+/* Retry mode after the first attempt (started at `start`) failed with err:
+ * rounds until connected or the budget is spent, then the common give-up
+ * line. Returns 0 or the error the program sees; errno is not the result. */
+static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d,
+		    uint64_t start, int err)
+{
+	struct bs_budget b;
+	bs_budget_init(&b, start, cfg->max_elapsed, cfg->max_attempts, BS_BUDGET_NO_TIMEOUT);
+	bs_budget_count(&b, 1);
+	while (nb_round(cfg, fd, d, &b, &err))
+		;
+	if (err == 0)
+		return 0;
+	bs_fd_clear(bs_fds(), fd);
+	int saved = errno;
+	bs_dest_give_up(d, &b, err);
+	errno = saved;
+	return err;
+}
+
 int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 {
 	struct bs_fdslot *sl = bs_fd_slot(bs_fds(), fd);
@@ -167,37 +228,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		bs_fd_clear(bs_fds(), fd);
 		return err;
 	}
-	uint64_t end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
-	for (uint32_t n = 1; !cfg->max_attempts || n < cfg->max_attempts; n++) {
-		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
-		if (!e || bs_now() >= end || wait_due(d.key, end))
-			break; /* untracked (table full), or the budget is spent */
-		uint64_t a0 = bs_now();
-		uint64_t s = atomic_load(&e->state);
-		uint64_t delay = bs_next_wait(cfg, e, s);
-		if (delay == BS_STOP) {
-			bs_dest_failed(e, &d, s, a0, delay, err, 1);
-			break; /* the policy allows no more attempts */
-		}
-		uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy,
-							      delay == BS_STOP ? 0 : delay);
-		err = reconnect(fd, d.addr, d.len, lim < end ? lim : end);
-		if (err == 0) {
-			bs_dest_connected(cfg, &d, fd, a0);
-			return 0;
-		}
-		if (!bs_config_retries(cfg, err))
-			break;
-		bs_dest_failed(e, &d, s, a0, delay, err, 0);
-	}
-	bs_fd_clear(bs_fds(), fd);
-	if (bs_log_enabled(BS_LOG_ERROR)) {
-		struct bs_line l;
-		bs_line_start(&l);
-		bs_line_str(&l, "connect: giving up on a non-blocking socket (budget spent)");
-		bs_line_emit(&l, BS_LOG_ERROR);
-	}
-	return err;
+	return nb_retry(cfg, fd, &d, start, err);
 }
 
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
@@ -213,9 +244,10 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		long fl = syscall(SYS_fcntl, fd, F_GETFL);
 		int nb = fl >= 0 && (fl & O_NONBLOCK);
 		int due = now >= bs_state_next_at(atomic_load(&e->state));
+		struct bs_budget b = wait_budget(cfg, now);
 		if ((nb && cfg->nonblocking == BS_NB_PACE && !due) ||
 		    (!(nb && cfg->nonblocking == BS_NB_OFF) &&
-		     wait_due(key, cfg->max_elapsed ? now + cfg->max_elapsed : BS_NEVER))) {
+		     wait_due(key, &b) != BS_STOP_NONE)) {
 			errno = last_err_of(key);
 			return -1;
 		}

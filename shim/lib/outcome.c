@@ -4,6 +4,7 @@
  * waiters), the fd table, the resolution records and the log.
  */
 #include "addr.h"
+#include "budget.h"
 #include "clock.h"
 #include "errname.h"
 #include "log.h"
@@ -21,6 +22,27 @@ static void line_dest(struct bs_line *l, const struct bs_dest *d)
 	bs_line_str(l, "connect ");
 	bs_line_str(l, name);
 	bs_line_str(l, ": ");
+}
+
+int bs_dest_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
+{
+	err = err ? err : ECONNREFUSED;
+	if (bs_log_enabled(BS_LOG_ERROR)) {
+		struct bs_line l;
+		bs_line_start(&l);
+		line_dest(&l, d);
+		bs_line_str(&l, "giving up after ");
+		bs_line_u64(&l, b->attempts);
+		bs_line_str(&l, b->attempts == 1 ? " attempt in " : " attempts in ");
+		bs_line_dur(&l, bs_budget_elapsed(b, bs_now()));
+		bs_line_str(&l, " (");
+		bs_line_str(&l, bs_stop_text(b->stop));
+		bs_line_str(&l, "): ");
+		bs_line_str(&l, bs_errno_msg(err));
+		bs_line_emit(&l, BS_LOG_ERROR);
+	}
+	errno = err;
+	return -1;
 }
 
 void bs_publish(struct bs_entry *e)

@@ -8,6 +8,7 @@
  * not (pace, off) and reports its outcome like any other.
  */
 #include "addr.h"
+#include "budget.h"
 #include "clock.h"
 #include "errname.h"
 #include "log.h"
@@ -88,6 +89,49 @@ static int pause_for(uint64_t d, int has_tv)
 	return 0;
 }
 
+/* Wait the entry's interval iv before an attempt, at most until the
+ * budget's end, then try anyway: only an attempt can bring the interval
+ * down again. After a failure of this call, an attempt past the budget is
+ * not made. Returns 0 to attempt, or the reason to stop (also in b). */
+static enum bs_stop pace(struct bs_entry *e, struct bs_budget *b, uint64_t iv, int has_tv)
+{
+	uint64_t now = bs_now(), end = bs_budget_end(b), w = iv;
+	if (b->attempts && bs_budget_check_next(b, now + iv) != BS_STOP_NONE)
+		return b->stop;
+	if (now + w > end)
+		w = end > now ? end - now : 0;
+	/* a signal: nothing in flight, EINTR would say otherwise */
+	if (w && pause_for(w, has_tv) == EINTR)
+		return bs_budget_stop(b, BS_STOP_SIGNAL);
+	atomic_fetch_add(&e->n_waits, 1);
+	atomic_fetch_add(&e->waited, w);
+	return BS_STOP_NONE;
+}
+
+/* The call ends for the reason in b: the common give-up line, errno the
+ * last error seen; when the budget's time ran out, the stats line too (info,
+ * as it always was; not for max_attempts or a signal). */
+static int give_up(struct bs_entry *e, const struct bs_dest *d, const struct bs_budget *b,
+		   int err)
+{
+	int last = err ? err : (int)atomic_load(&e->last_err);
+	if (b->stop != BS_STOP_SIGNAL && b->stop != BS_STOP_MAX_ATTEMPTS)
+		log_stats(e, d->addr, d->len, "giving up (budget spent)", last);
+	return bs_dest_give_up(d, b, last);
+}
+
+/* An attempt connected (r == 0) or is in flight (EINPROGRESS). */
+static int started(const struct bs_config *cfg, struct bs_entry *e, int fd,
+		   const struct bs_dest *d, uint64_t t0, int r, int saved)
+{
+	if (r != 0)
+		return bs_nb_started(cfg, fd, d->addr, d->len, d->key, t0);
+	bs_responsive_outcome(cfg, e, d->addr, d->len, 0);
+	bs_dest_connected(cfg, d, fd, t0);
+	errno = saved;
+	return 0;
+}
+
 int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 			  socklen_t len, uint64_t key)
 {
@@ -99,53 +143,32 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 	atomic_fetch_add(&e->n_calls, 1);
 	atomic_store(&e->last_used, start); /* in use: not to be reclaimed */
 	int blocking = bs_sock_is_blocking_stream(fd);
-	struct timeval tv;
-	int has_tv = blocking && bs_sock_sndtimeo(fd, &tv);
-	uint64_t end = cfg->max_elapsed ? start + cfg->max_elapsed : BS_NEVER;
-	if (has_tv) { /* the program's SO_SNDTIMEO bounds the whole call */
-		uint64_t p = start + (uint64_t)tv.tv_sec * BS_NS_PER_SEC + (uint64_t)tv.tv_usec * 1000;
-		end = p < end ? p : end;
-	}
-	for (uint32_t n = 1;; n++) {
+	/* the program's SO_SNDTIMEO bounds the whole call */
+	uint64_t prog = blocking ? bs_sock_sndtimeo_ns(fd) : BS_BUDGET_NO_TIMEOUT;
+	int has_tv = prog != BS_BUDGET_NO_TIMEOUT;
+	struct bs_budget b;
+	bs_budget_init(&b, start, cfg->max_elapsed, cfg->max_attempts, prog);
+	struct bs_dest d = {key, addr, len};
+	for (;;) {
 		uint64_t iv = atomic_load(&e->interval);
 		if (iv && (blocking || cfg->nonblocking == BS_NB_RETRY)) {
-			/* wait at most until the budget's end, then try anyway: only
-			 * an attempt can bring the interval down again */
-			uint64_t now = bs_now(), w = iv;
-			if (n > 1 && now + iv >= end)
-				break;
-			if (now + w > end)
-				w = end > now ? end - now : 0;
-			if (w && pause_for(w, has_tv) == EINTR) {
-				/* nothing in flight: EINTR would say otherwise */
-				int last = err ? err : (int)atomic_load(&e->last_err);
-				return errno = last ? last : ECONNREFUSED, -1;
-			}
-			atomic_fetch_add(&e->n_waits, 1);
-			atomic_fetch_add(&e->waited, w);
+			if (pace(e, &b, iv, has_tv) != BS_STOP_NONE)
+				return give_up(e, &d, &b, err);
 			if (!bs_table_owns(bs_tab(), e, key))
 				return bs_real_connect(fd, addr, len); /* entry reclaimed */
 		}
 		uint64_t t0 = bs_now();
 		int r = bs_real_connect(fd, addr, len);
 		err = r ? errno : 0;
-		if (r == 0 || err == EINPROGRESS) {
-			struct bs_dest d = {key, addr, len};
-			if (r == 0) {
-				bs_responsive_outcome(cfg, e, addr, len, 0);
-				bs_dest_connected(cfg, &d, fd, t0);
-				errno = saved;
-				return 0;
-			}
-			return bs_nb_started(cfg, fd, addr, len, key, t0);
-		}
+		if (r == 0 || err == EINPROGRESS)
+			return started(cfg, e, fd, &d, t0, r, saved);
 		if (!bs_config_retries(cfg, err))
 			return errno = err, -1;
 		bs_responsive_outcome(cfg, e, addr, len, err);
-		if (!blocking || (cfg->max_attempts && n >= cfg->max_attempts) ||
-		    bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
+		bs_budget_count(&b, 1);
+		if (!blocking || bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
 			return errno = err, -1;
+		if (bs_budget_check(&b, bs_now()) != BS_STOP_NONE)
+			return give_up(e, &d, &b, err);
 	}
-	log_stats(e, addr, len, "giving up (budget spent)", err);
-	return errno = err, -1;
 }

@@ -82,6 +82,12 @@ void bs_owe(int fd, const struct bs_sock_ident *id, int err);
 int bs_owed_take(int fd);
 /* The first byte arrived, or the connection lived healthy_after. */
 void bs_dest_healthy(uint64_t key);
+/* The one give-up line of every mode and policy, in the README's format
+ * ("connect ADDR:PORT: giving up after N attempts in T (REASON): ERROR"),
+ * from the call's budget (attempts, start, b->stop). Sets errno to err
+ * (ECONNREFUSED if 0) and returns -1. */
+struct bs_budget;
+int bs_dest_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
 

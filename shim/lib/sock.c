@@ -1,5 +1,6 @@
 /* sock: socket-level mechanics of a retry. See sock.h for the kernel facts. */
 #include "sock.h"
+#include "budget.h"
 #include "clock.h"
 #include "real.h"
 
@@ -48,6 +49,14 @@ int bs_sock_sndtimeo(int fd, struct timeval *tv)
 	if (sys_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, tv, &l))
 		return 0;
 	return tv->tv_sec || tv->tv_usec;
+}
+
+uint64_t bs_sock_sndtimeo_ns(int fd)
+{
+	struct timeval tv;
+	if (!bs_sock_sndtimeo(fd, &tv))
+		return BS_BUDGET_NO_TIMEOUT;
+	return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000;
 }
 
 /* Abort a handshake left running by a timed-out connect, and read away the

@@ -38,6 +38,8 @@ int bs_sock_is_blocking_stream(int fd);
 
 /* The program's SO_SNDTIMEO (read, never changed); returns 1 if one is set. */
 int bs_sock_sndtimeo(int fd, struct timeval *tv);
+/* The same in ns, as a budget takes it: BS_BUDGET_NO_TIMEOUT if none. */
+uint64_t bs_sock_sndtimeo_ns(int fd);
 
 enum bs_attempt { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_ATT_EINTR };
 
