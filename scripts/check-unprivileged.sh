@@ -23,4 +23,7 @@ rm -rf "$tmp/tree/build"
 chown -R "$user:" "$tmp"
 chmod 0755 "$tmp"
 echo "check-unprivileged: make check as $user (uid $(id -u "$user")) in $tmp/tree"
-runuser -u "$user" -- env HOME="$tmp/home" make -C "$tmp/tree" check
+# HOME and PATH as a login of that user would have them (Debian's default
+# user PATH has no sbin directory).
+runuser -u "$user" -- env HOME="$tmp/home" PATH=/usr/local/bin:/usr/bin:/bin \
+	make -C "$tmp/tree" check

@@ -75,10 +75,16 @@ def main():
     skip = [args[i + 1] for i in range(len(args) - 1) if args[i] == "-x"]
     if os.environ.get(NS_MARK) != "1":
         return reexec_in_namespace()
-    r = subprocess.run(["ip", "link", "set", "lo", "up"], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        return refuse("ip link set lo up: %s" % r.stdout.strip())
+    try:
+        r = subprocess.run(["ip", "link", "set", "lo", "up"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=30)
+        up = r.returncode == 0
+        why = r.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        up, why = False, str(e)
+    if not up:
+        return refuse("ip link set lo up: %s" % why)
     mode = "root" if os.geteuid() == 0 else "uid %d in a user namespace" % os.geteuid()
     print("integration: private network namespace, as %s" % mode, flush=True)
     passed = failed = skipped = 0
