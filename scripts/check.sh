@@ -1,6 +1,7 @@
 #!/bin/sh
 # make check: integration tests (the built .so preloaded into real programs
-# against real loopback servers), then the cmocka unit tests under valgrind
+# against real loopback servers, in a network namespace of their own that
+# run.py enters, so root is not needed), then the cmocka unit tests under valgrind
 # memcheck (the binaries are passed as arguments). Exits non-zero if
 # anything fails.
 set -u

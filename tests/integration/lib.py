@@ -30,6 +30,17 @@ class TestFailure(Exception):
     pass
 
 
+class TestSkip(Exception):
+    """Raised by a test that cannot run here; run.py reports it as SKIP."""
+
+
+def need_root(why):
+    """Skip the calling test unless it runs as real root (run.py runs the
+    tests as the invoking user when that is not root: see its docstring)."""
+    if os.geteuid() != 0:
+        raise TestSkip("needs root: %s" % why)
+
+
 def check(cond, msg):
     if not cond:
         raise TestFailure(msg)
