@@ -63,6 +63,11 @@ struct bs_cli_dest {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int is_name, resolved;
+	/* what the name resolved to, for the [dest NAME] rules */
+	uint64_t name;          /* its hash, 0 if not a name */
+	uint64_t keys[16];      /* each address's key, port 0 */
+	unsigned nkeys;
+	int unresolved;         /* a name that does not resolve here */
 };
 /* 0, or -1 if text is not one of the forms above. */
 int bs_cli_dest_parse(const char *text, struct bs_cli_dest *d);

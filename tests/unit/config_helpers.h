@@ -9,6 +9,7 @@
 #include "unit.h"
 
 #include "config.h"
+#include "readfile.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -55,8 +56,9 @@ static const struct var *fake_env;
 static char asked[64][40]; /* every name looked up, in order */
 static int nasked;
 
-static inline const char *fake_getenv(const char *name)
+static inline const char *fake_getenv(void *ctx, const char *name)
 {
+	(void)ctx;
 	if (nasked < 64)
 		snprintf(asked[nasked], sizeof asked[0], "%s", name);
 	nasked++;
