@@ -51,10 +51,6 @@ void bs_cli_printable(FILE *f, const char *s, size_t max);
  * to it) as "  key = value" lines. Defined in show.c. */
 void bs_cli_show_config(FILE *f, const struct bs_config *c);
 
-/* The range a wait after `failures` failures can take under p, given the
- * previous wait. Exact (lo == hi) where the policy draws nothing. */
-void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
-		       uint64_t *lo, uint64_t *hi);
 
 /* schedule --dest (dest.c): ADDR:PORT, [V6]:PORT, NAME:PORT (resolved
  * here; its [dest NAME:PORT] section applies) or unix:PATH. */

@@ -129,7 +129,7 @@ static void print_rows(const struct bs_config *c, uint64_t seed, uint32_t n)
 			return;
 		}
 		uint64_t a, b;
-		bs_cli_wait_range(p, k, prev, &a, &b);
+		bs_policy_wait_range(p, k, prev, &a, &b);
 		total = total + d < total ? UINT64_MAX : total + d;
 		bs_cli_dur(d, w, sizeof w);
 		bs_cli_dur(a, lo, sizeof lo);

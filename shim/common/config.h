@@ -136,6 +136,19 @@ struct bs_line;
 void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 			const char *key, const char *value, const char *why);
 
+/* The words for each enum's values, indexed by value: one table each,
+ * shared by the parsers below and the command's output. */
+struct bs_names {
+	const char *const *name;
+	int n;
+};
+extern const struct bs_names bs_level_names;  /* enum bs_level */
+extern const struct bs_names bs_policy_names; /* enum bs_policy_kind */
+extern const struct bs_names bs_jmode_names;  /* enum bs_jitter_mode */
+extern const struct bs_names bs_nbmode_names; /* enum bs_nb_mode */
+/* v's word, or "?" if v is out of range. */
+const char *bs_name_of(const struct bs_names *t, int v);
+
 /* Value parsers, exposed for tests. Each returns 0 or -1 with *why. */
 int bs_parse_duration(const char *s, uint64_t *ns, const char **why);
 int bs_parse_number(const char *s, double *out, const char **why);

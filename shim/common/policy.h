@@ -84,6 +84,14 @@ uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u)
 uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
 			double u);
 
+/* The range [*lo, *hi] of bs_policy_wait(p, failures, prev, u) over every
+ * u, BS_RETRY_FLOOR included; exact (lo == hi) where the policy draws
+ * nothing. For responsive, prev is the current interval and the range is
+ * that of bs_responsive_up(p, prev, u). Meaningless where the answer is
+ * BS_STOP (off gives 0, 0). */
+void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			  uint64_t *lo, uint64_t *hi);
+
 /* responsive: the interval every connect to a destination waits. A failure
  * raises it (0 -> initial_backoff, then * up_multiplier, randomised by
  * +-randomization_factor with the randomisation capped at
