@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "config.h"
+#include "util.h"
 
 /* The one place the version is defined. */
 #define BS_VERSION "0.3.0"

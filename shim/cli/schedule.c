@@ -1,6 +1,7 @@
 /* backoffshim schedule: preview the effective policy and its next waits. */
 #include "cli.h"
 #include "log.h"
+#include "mix.h"
 #include "readfile.h"
 
 #include <getopt.h>

@@ -1,6 +1,7 @@
 /* config: defaults -> INI file -> environment. See config.h. */
 #include "config.h"
 #include "log.h"
+#include "util.h"
 
 #include <ini.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ static const struct key {
 #undef B
 #undef P
 };
-#define NKEYS (sizeof keys / sizeof keys[0])
+#define NKEYS BS_ARRAY_SIZE(keys)
 
 void bs_config_defaults(struct bs_config *c)
 {

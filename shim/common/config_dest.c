@@ -2,6 +2,7 @@
  * and rules.h (what a SPEC is and which one wins). */
 #include "config.h"
 #include "log.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 static int is_global_key(const char *key)
 {
 	static const char *const global[] = {"unix", "seed", "disable", "level", "file"};
-	for (unsigned i = 0; i < sizeof global / sizeof global[0]; i++)
+	for (unsigned i = 0; i < BS_ARRAY_SIZE(global); i++)
 		if (!strcasecmp(key, global[i]))
 			return 1;
 	return 0;

@@ -1,6 +1,7 @@
 /* config value parsers: locale-independent, reject NaN/inf/negatives/junk. */
 #include "config.h"
 #include "errname.h"
+#include "util.h"
 
 #include <string.h>
 #include <strings.h>
@@ -84,10 +85,10 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 	uint64_t mul = BS_NS_PER_SEC;
 	if (ulen) {
 		size_t i;
-		for (i = 0; i < sizeof units / sizeof units[0]; i++)
+		for (i = 0; i < BS_ARRAY_SIZE(units); i++)
 			if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
 				break;
-		if (i == sizeof units / sizeof units[0]) {
+		if (i == BS_ARRAY_SIZE(units)) {
 			*why = "unknown unit (use ms, s, m or h)";
 			return -1;
 		}
@@ -225,7 +226,7 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 
 #define NAMES(id, ...)                                                               \
 	static const char *const id##_words[] = {__VA_ARGS__};                       \
-	const struct bs_names id = {id##_words, (int)(sizeof id##_words / sizeof id##_words[0])}
+	const struct bs_names id = {id##_words, (int)BS_ARRAY_SIZE(id##_words)}
 NAMES(bs_level_names, "off", "error", "info", "debug");
 NAMES(bs_policy_names, "grpc", "list", "exponential", "off", "responsive");
 NAMES(bs_jmode_names, "proportional", "full", "equal", "decorrelated");

@@ -1,5 +1,7 @@
 /* policy: gRPC backoff arithmetic. See policy.h for the promises. */
 #include "policy.h"
+#include "mix.h"
+#include "util.h"
 
 /* Saturating conversion: anything at or above 2^63 (or NaN) becomes cap. */
 static uint64_t to_ns(double v, uint64_t cap)
@@ -176,11 +178,6 @@ uint64_t bs_mix64(uint64_t x)
 
 /* --- the range of bs_policy_wait()'s answers (see policy.h) --- */
 
-static uint64_t range_min(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
 static uint64_t range_ns(double v)
 {
 	return !(v > 0.0) ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
@@ -216,8 +213,8 @@ static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64
 			r = (double)p->max_randomization;
 		*lo = prev ? range_ns(v - r) : p->initial_backoff;
 		*hi = prev ? range_ns(v + r) : p->initial_backoff;
-		*lo = range_min(*lo, p->max_backoff);
-		*hi = range_min(*hi, p->max_backoff);
+		*lo = bs_min_u64(*lo, p->max_backoff);
+		*hi = bs_min_u64(*hi, p->max_backoff);
 		return;
 	}
 	}
@@ -234,8 +231,8 @@ static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64
 	case BS_JITTER_DECORRELATED: {
 		uint64_t base = p->initial_backoff, pv = prev > base ? prev : base;
 		uint64_t top = pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv;
-		*lo = range_min(base, p->max_backoff);
-		*hi = range_min(top, p->max_backoff);
+		*lo = bs_min_u64(base, p->max_backoff);
+		*hi = bs_min_u64(top, p->max_backoff);
 		return;
 	}
 	}

@@ -1,6 +1,7 @@
 /* rules: destination specs and their specificity. See rules.h. */
 #include "rules.h"
 #include "addr.h"
+#include "mix.h"
 #include "policy.h"
 
 #include <arpa/inet.h>

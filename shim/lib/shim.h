@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "fdtab.h"
+#include "mix.h"
 #include "resolv.h"
 #include "table.h"
 

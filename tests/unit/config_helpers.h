@@ -7,6 +7,7 @@
 #define BS_CONFIG_HELPERS_H
 
 #include "unit.h"
+#include "unit_time.h"
 
 #include "config.h"
 #include "readfile.h"
@@ -14,8 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SEC BS_NS_PER_SEC
-#define MS BS_NS_PER_MS
 #define ORIGIN "test.ini"
 
 /* --- captured reports --- */

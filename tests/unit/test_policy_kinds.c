@@ -2,14 +2,14 @@
  * the delay list, exponential with its stop rule, off; and their config
  * keys. Distributions are checked over 10 000 seeded draws. */
 #include "unit.h"
+#include "mix.h"
+#include "unit_time.h"
 
 #include <string.h>
 
 #include "config.h"
 #include "policy.h"
 
-#define MS 1000000ull
-#define SEC 1000000000ull
 #define DRAWS 10000
 
 static double draw(uint64_t k)
