@@ -55,7 +55,7 @@ uint64_t bs_state_next_at(uint64_t s)
 	return (s >> BS_STATE_SHIFT) * BS_NS_PER_MS;
 }
 
-int bs_state_open(uint64_t s)
+int bs_state_may_attempt(uint64_t s)
 {
 	return bs_state_failures(s) == 0 || (s & BS_PROBATION);
 }
