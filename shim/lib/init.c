@@ -128,8 +128,9 @@ static const char *log_open_problem(int raw, int err)
 }
 
 /* One open of the log file, for one line: an fd above 2, or -1. */
-static int open_log_file(void)
+static int open_log_file(void *ctx)
 {
+	(void)ctx;
 	int saved = errno;
 	int raw = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
 	int fd = -1;
@@ -191,7 +192,7 @@ static void open_log(void)
 	} else if (held >= 0) {
 		bs_log_setup(level, held);
 	} else {
-		bs_log_setup_file(level, open_log_file);
+		bs_log_setup_file(level, open_log_file, NULL);
 	}
 }
 
