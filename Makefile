@@ -6,7 +6,10 @@ INIH_A  ?= $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fvisibility=hidden \
-           -Ishim/common -Ishim/lib
+           -Ishim/common
+# shim/common sees only its own headers (its callers pass in what it needs:
+# getenv, file reading, reporting); the library's objects also see shim/lib.
+LIB_INC :=
 # The export map is made from the one list of interposed calls (see
 # shim/lib/interposed.def and shim/exports.map.in).
 EXPORTS_MAP := $(BUILD)/exports.map
@@ -43,7 +46,7 @@ test-deps: deps
 
 $(BUILD)/obj/%.o: %.c $(LIB_HDRS) | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(LIB_INC) -c $< -o $@
 
 $(EXPORTS_MAP): shim/exports.map.in shim/lib/interposed.def
 	@mkdir -p $(dir $@)
@@ -69,9 +72,12 @@ $(CLI): $(CLI_OBJ) $(COMMON_OBJ) | deps
 	$(CC) $(CFLAGS) -Wl,-z,relro -Wl,-z,now -o $@ $(CLI_OBJ) $(COMMON_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
 
-$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(COMMON_OBJ) | test-deps
+# Unit tests read config files through the command's libc reader.
+UNIT_EXTRA := shim/cli/readfile.c shim/cli/readfile.h
+
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(COMMON_OBJ) $(UNIT_EXTRA) | test-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(COMMON_OBJ) \
+	$(CC) $(CFLAGS) -Itests/unit -Ishim/cli -o $@ $< shim/cli/readfile.c $(COMMON_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a)) -lcmocka -lpthread
 
 $(BUILD)/progs/%: tests/progs/%.c
@@ -116,7 +122,7 @@ $(CROSS_DIR)/inc/ini.h: | deps
 $(CROSS_DIR)/obj/%.o: %.c $(LIB_HDRS) $(CROSS_DIR)/inc/ini.h
 	@mkdir -p $(dir $@)
 	$(CROSS_CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -fPIC \
-	    -fvisibility=hidden -Ishim/common -Ishim/lib -I$(CROSS_DIR)/inc -c $< -o $@
+	    -fvisibility=hidden -Ishim/common $(LIB_INC) -I$(CROSS_DIR)/inc -c $< -o $@
 
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $(VALGRIND) $$t || exit 1; done
@@ -145,7 +151,7 @@ clean:
 # suite. make fuzz: libFuzzer targets for the configuration parsers.
 CLANG        ?= clang-14
 SAN_CFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -O1 -g \
-                -fno-omit-frame-pointer -Ishim/common -Ishim/lib
+                -fno-omit-frame-pointer -Ishim/common
 ASAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all
 TSAN_FLAGS   := -fsanitize=thread
 ASAN_DIR     := $(BUILD)/asan
@@ -177,27 +183,30 @@ fuzz-deps: deps
 
 $(ASAN_DIR)/obj/%.o: %.c $(SAN_HDRS) | san-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+	$(CLANG) $(SAN_CFLAGS) $(LIB_INC) $(ASAN_FLAGS) -c $< -o $@
 
 $(TSAN_DIR)/obj/%.o: %.c $(SAN_HDRS) | san-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -c $< -o $@
+	$(CLANG) $(SAN_CFLAGS) $(LIB_INC) $(TSAN_FLAGS) -c $< -o $@
 
 # Coverage instrumentation for libFuzzer, plus ASan and UBSan.
 $(FUZZ_DIR)/obj/%.o: %.c $(SAN_HDRS) | fuzz-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined \
+	$(CLANG) $(SAN_CFLAGS) $(LIB_INC) -fsanitize=fuzzer-no-link,address,undefined \
 	    -fno-sanitize-recover=all -c $< -o $@
 
-$(ASAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_COMMON_OBJ) | san-deps test-deps
+$(ASAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_COMMON_OBJ) $(UNIT_EXTRA) \
+		| san-deps test-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -o $@ $< $(ASAN_COMMON_OBJ) \
+	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -Ishim/cli -o $@ $< shim/cli/readfile.c \
+	    $(ASAN_COMMON_OBJ) \
 	    $(SAN_INIH) -lcmocka -lpthread
 
 $(TSAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(TSAN_COMMON_OBJ) \
-		tests/fuzz/cmocka_skip.c | san-deps test-deps
+		tests/fuzz/cmocka_skip.c $(UNIT_EXTRA) | san-deps test-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -Itests/unit -o $@ $< tests/fuzz/cmocka_skip.c \
+	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -Itests/unit -Ishim/cli -o $@ $< tests/fuzz/cmocka_skip.c \
+	    shim/cli/readfile.c \
 	    $(TSAN_COMMON_OBJ) \
 	    $(SAN_INIH) -lcmocka -lpthread
 
@@ -211,6 +220,9 @@ $(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(SAN_HDRS) $(FUZZ_COMMON_OB
 	@mkdir -p $(dir $@)
 	$(CLANG) $(SAN_CFLAGS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	    -Itests/fuzz -o $@ $< $(FUZZ_COMMON_OBJ) $(SAN_INIH)
+
+$(BUILD)/obj/shim/lib/%.o $(CROSS_DIR)/obj/shim/lib/%.o $(ASAN_DIR)/obj/shim/lib/%.o \
+$(TSAN_DIR)/obj/shim/lib/%.o $(FUZZ_DIR)/obj/shim/lib/%.o: LIB_INC := -Ishim/lib
 
 .SECONDARY: $(ASAN_COMMON_OBJ) $(TSAN_COMMON_OBJ) $(FUZZ_COMMON_OBJ)
 

@@ -149,7 +149,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		/* "help run" is "run --help" */
-		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		for (size_t i = 0; i < BS_ARRAY_SIZE(commands); i++)
 			if (strcmp(argv[optind + 1], commands[i].name) == 0) {
 				char *args[] = {argv[optind + 1], "--help", NULL};
 				optind = 0; /* GNU getopt: start afresh */
@@ -157,7 +157,7 @@ int main(int argc, char **argv)
 			}
 		return bs_cli_usage(NULL, "unknown command '%s'", argv[optind + 1]);
 	}
-	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+	for (size_t i = 0; i < BS_ARRAY_SIZE(commands); i++) {
 		if (strcmp(name, commands[i].name) == 0) {
 			int sub_argc = argc - optind;
 			char **sub_argv = argv + optind;

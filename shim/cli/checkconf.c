@@ -1,5 +1,6 @@
 /* backoffshim check-config: every problem of an INI file, one per line. */
 #include "cli.h"
+#include "readfile.h"
 
 #include <getopt.h>
 #include <string.h>
@@ -89,7 +90,7 @@ int bs_cmd_check_config(int argc, char **argv)
 		bs_config_defaults(&cfg);
 		rules.n = 0;
 		cfg.rules = &rules;
-		bs_config_load_file(&cfg, argv[i], report, &problems);
+		bs_config_load_file(&cfg, argv[i], bs_read_file_libc, report, &problems);
 		if (problems) {
 			status = 1;
 		} else {

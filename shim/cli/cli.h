@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "config.h"
+#include "util.h"
 
 /* The one place the version is defined. */
 #define BS_VERSION "0.3.0"
@@ -51,10 +52,6 @@ void bs_cli_printable(FILE *f, const char *s, size_t max);
  * to it) as "  key = value" lines. Defined in show.c. */
 void bs_cli_show_config(FILE *f, const struct bs_config *c);
 
-/* The range a wait after `failures` failures can take under p, given the
- * previous wait. Exact (lo == hi) where the policy draws nothing. */
-void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
-		       uint64_t *lo, uint64_t *hi);
 
 /* schedule --dest (dest.c): ADDR:PORT, [V6]:PORT, NAME:PORT (resolved
  * here; its [dest NAME:PORT] section applies) or unix:PATH. */
@@ -63,6 +60,11 @@ struct bs_cli_dest {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int is_name, resolved;
+	/* what the name resolved to, for the [dest NAME] rules */
+	uint64_t name;          /* its hash, 0 if not a name */
+	uint64_t keys[16];      /* each address's key, port 0 */
+	unsigned nkeys;
+	int unresolved;         /* a name that does not resolve here */
 };
 /* 0, or -1 if text is not one of the forms above. */
 int bs_cli_dest_parse(const char *text, struct bs_cli_dest *d);

@@ -10,23 +10,19 @@
 #include <string.h>
 #include <sys/un.h>
 
-#define MAX_KEYS 16
+#define MAX_KEYS (sizeof ((struct bs_cli_dest *)0)->keys / sizeof (uint64_t))
 
-/* What the name resolved to, for name_has() (the library asks its
- * getaddrinfo() records the same question). */
-static uint64_t g_name;
-static uint64_t g_keys[MAX_KEYS];
-static unsigned g_nkeys;
-static int g_unresolved; /* a name that does not resolve here */
-
-static int name_has(uint64_t name, uint64_t key)
+/* What the name resolved to (ctx: the struct bs_cli_dest); the library
+ * asks its getaddrinfo() records the same question. */
+static int name_has(void *ctx, uint64_t name, uint64_t key)
 {
-	if (!g_name || name != g_name)
+	const struct bs_cli_dest *d = ctx;
+	if (!d->name || name != d->name)
 		return 0;
-	if (g_unresolved)
+	if (d->unresolved)
 		return 1; /* preview the name's section anyway */
-	for (unsigned i = 0; i < g_nkeys; i++)
-		if (g_keys[i] == key)
+	for (unsigned i = 0; i < d->nkeys; i++)
+		if (d->keys[i] == key)
 			return 1;
 	return 0;
 }
@@ -58,13 +54,13 @@ static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
 	char serv[8];
 	snprintf(serv, sizeof serv, "%u", port);
-	g_name = bs_name_hash(host, (unsigned)strlen(host));
+	d->name = bs_name_hash(host, (unsigned)strlen(host));
 	if (getaddrinfo(host, serv, &hints, &res) != 0) {
 		struct sockaddr_in *in = (struct sockaddr_in *)&d->ss; /* 0.0.0.0:port */
 		in->sin_family = AF_INET;
 		in->sin_port = htons((uint16_t)port);
 		d->len = sizeof *in;
-		g_unresolved = 1;
+		d->unresolved = 1;
 		return;
 	}
 	for (struct addrinfo *a = res; a; a = a->ai_next) {
@@ -79,8 +75,8 @@ static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
 		memcpy(&st, a->ai_addr, a->ai_addrlen);
 		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
 		uint64_t k = bs_addr_key((struct sockaddr *)&st, a->ai_addrlen);
-		if (k && g_nkeys < MAX_KEYS)
-			g_keys[g_nkeys++] = k;
+		if (k && d->nkeys < MAX_KEYS)
+			d->keys[d->nkeys++] = k;
 	}
 	freeaddrinfo(res);
 	d->resolved = 1;
@@ -132,7 +128,7 @@ const struct bs_config *bs_cli_dest_config(const struct bs_config *c,
 					   const struct bs_rule **rule)
 {
 	const struct bs_config *r = bs_config_for(c, (const struct sockaddr *)&d->ss, d->len,
-						  name_has);
+						  name_has, (void *)d);
 	*rule = NULL;
 	for (unsigned i = 0; c->rules && i < c->rules->n; i++)
 		if (r == &c->rules->r[i].cfg)
@@ -155,7 +151,7 @@ void bs_cli_dest_show(FILE *f, const struct bs_cli_dest *d, const struct bs_rule
 	if (d->is_name) {
 		bs_addr_format((const struct sockaddr *)&d->ss, d->len, a, sizeof a);
 		if (d->resolved)
-			fprintf(f, " (resolves to %s%s)", a, g_nkeys > 1 ? " and more" : "");
+			fprintf(f, " (resolves to %s%s)", a, d->nkeys > 1 ? " and more" : "");
 		else
 			fputs(" (does not resolve here: only its name and *:port sections are judged)",
 			      f);

@@ -68,7 +68,7 @@ static const struct setting {
 	{"policy", "policy", "BACKOFFSHIM_POLICY"},
 	{"log", "log", "BACKOFFSHIM_LOG"},
 };
-#define NSETTINGS (sizeof settings / sizeof settings[0])
+#define NSETTINGS BS_ARRAY_SIZE(settings)
 enum { OPT_SETTING = 256, OPT_CONFIG = OPT_SETTING + (int)NSETTINGS, OPT_PACE };
 
 /* dir of the running binary into `dir` ("" if unknown). */

@@ -1,6 +1,8 @@
 /* backoffshim schedule: preview the effective policy and its next waits. */
 #include "cli.h"
 #include "log.h"
+#include "mix.h"
+#include "readfile.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -39,13 +41,17 @@ static const char help_text[] =
 	"\n"
 	"Exit status: 0; 2 on a usage error.\n";
 
-static const char *g_config; /* --config */
-static unsigned g_problems;
+/* The loader's context: what --config said, and the problems counted. */
+struct load_ctx {
+	const char *config; /* --config, or NULL */
+	unsigned problems;
+};
 
-static const char *get_env(const char *name)
+static const char *get_env(void *ctx, const char *name)
 {
-	if (g_config && strcmp(name, "BACKOFFSHIM_CONFIG") == 0)
-		return g_config;
+	const struct load_ctx *x = ctx;
+	if (x->config && strcmp(name, "BACKOFFSHIM_CONFIG") == 0)
+		return x->config;
 	return getenv(name);
 }
 
@@ -53,18 +59,18 @@ static const char *get_env(const char *name)
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
-	(void)ctx;
+	struct load_ctx *x = ctx;
 	struct bs_line l;
-	g_problems++;
+	x->problems++;
 	bs_config_describe(&l, origin, line, key, value, why);
 	bs_line_emit_fd(&l, 2);
 }
 
 /* Where the settings come from; returns the ones that apply to dest. */
-static const struct bs_config *print_sources(const struct bs_config *c,
+static const struct bs_config *print_sources(const struct bs_config *c, struct load_ctx *x,
 					     const struct bs_cli_dest *dest)
 {
-	const char *file = get_env("BACKOFFSHIM_CONFIG");
+	const char *file = get_env(x, "BACKOFFSHIM_CONFIG");
 	printf("config file: ");
 	if (file && *file)
 		bs_cli_printable(stdout, file, 200);
@@ -82,9 +88,9 @@ static const struct bs_config *print_sources(const struct bs_config *c,
 	}
 	if (n)
 		putchar('\n');
-	if (g_problems)
+	if (x->problems)
 		printf("problems: %u (printed on stderr; each bad value, line or section "
-		       "was ignored)\n", g_problems);
+		       "was ignored)\n", x->problems);
 	if (dest) {
 		const struct bs_rule *rule;
 		c = bs_cli_dest_config(c, dest, &rule);
@@ -124,7 +130,7 @@ static void print_rows(const struct bs_config *c, uint64_t seed, uint32_t n)
 			return;
 		}
 		uint64_t a, b;
-		bs_cli_wait_range(p, k, prev, &a, &b);
+		bs_policy_wait_range(p, k, prev, &a, &b);
 		total = total + d < total ? UINT64_MAX : total + d;
 		bs_cli_dur(d, w, sizeof w);
 		bs_cli_dur(a, lo, sizeof lo);
@@ -160,13 +166,14 @@ int bs_cmd_schedule(int argc, char **argv)
 	const char *why;
 	uint64_t rows = 10, seed = 0;
 	int c, have_seed = 0;
+	struct load_ctx x = {NULL, 0};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			if (!*optarg)
 				return bs_cli_usage("schedule", "--config needs a file name");
-			g_config = optarg;
+			x.config = optarg;
 			break;
 		case 'd':
 			if (bs_cli_dest_parse(optarg, &dest))
@@ -196,8 +203,8 @@ int bs_cmd_schedule(int argc, char **argv)
 		return bs_cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
 
 	struct bs_config all;
-	bs_config_load_rules(&all, &rules, get_env, report, NULL);
-	const struct bs_config *cfg = print_sources(&all, have_dest ? &dest : NULL);
+	bs_config_load_rules(&all, &rules, get_env, bs_read_file_libc, report, &x);
+	const struct bs_config *cfg = print_sources(&all, &x, have_dest ? &dest : NULL);
 	const char *how = "--seed";
 	if (!have_seed && cfg->seed_set) {
 		seed = cfg->seed;

@@ -2,17 +2,6 @@
 #include "cli.h"
 #include "errname.h"
 
-/* by enum bs_policy_kind */
-static const char *const policy_names[] = {"grpc", "list", "exponential", "off",
-					   "responsive"};
-static const char *const jmode_names[] = {"proportional", "full", "equal", "decorrelated"};
-static const char *const nb_names[] = {"retry", "pace", "off"};
-
-static const char *name_of(const char *const *names, int n, int v)
-{
-	return v >= 0 && v < n ? names[v] : "?";
-}
-
 static const char *describe(const struct bs_policy *p)
 {
 	switch (p->kind) {
@@ -77,7 +66,7 @@ static void key_errs(FILE *f, const struct bs_config *c)
 void bs_cli_show_config(FILE *f, const struct bs_config *c)
 {
 	const struct bs_policy *p = &c->policy;
-	fprintf(f, "policy: %s (%s)\n", name_of(policy_names, 5, p->kind), describe(p));
+	fprintf(f, "policy: %s (%s)\n", bs_name_of(&bs_policy_names, p->kind), describe(p));
 	switch (p->kind) {
 	case BS_POLICY_GRPC:
 		key_dur(f, "initial_backoff", p->initial_backoff, "");
@@ -85,7 +74,8 @@ void bs_cli_show_config(FILE *f, const struct bs_config *c)
 			fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
 		if (p->jitter_mode == BS_JITTER_PROPORTIONAL)
 			fprintf(f, "  %-20s = %g\n", "jitter", p->jitter);
-		fprintf(f, "  %-20s = %s\n", "jitter_mode", name_of(jmode_names, 4, p->jitter_mode));
+		fprintf(f, "  %-20s = %s\n", "jitter_mode",
+			bs_name_of(&bs_jmode_names, p->jitter_mode));
 		key_dur(f, "max_backoff", p->max_backoff, "");
 		break;
 	case BS_POLICY_LIST:
@@ -118,93 +108,12 @@ void bs_cli_show_config(FILE *f, const struct bs_config *c)
 		key_dur(f, "max_elapsed", c->max_elapsed,
 			c->max_elapsed ? " (per connect() call)" : " (unlimited)");
 		key_errs(f, c);
-		fprintf(f, "  %-20s = %s\n", "nonblocking", name_of(nb_names, 3, c->nonblocking));
+		fprintf(f, "  %-20s = %s\n", "nonblocking",
+			bs_name_of(&bs_nbmode_names, c->nonblocking));
 		key_dur(f, "healthy_after", c->healthy_after, "");
 		fprintf(f, "  %-20s = %s\n", "unix", c->unix_sockets ? "on" : "off");
 	}
 	if (c->disable)
 		fprintf(f, "  %-20s = on (the shim is a pure pass-through: nothing below happens)\n",
 			"disable");
-}
-
-static uint64_t min64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-static uint64_t dbl_ns(double v)
-{
-	return !(v > 0.0) ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
-}
-
-static uint64_t scale(uint64_t b, double f)
-{
-	return dbl_ns((double)b * f);
-}
-
-static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
-			    uint64_t *lo, uint64_t *hi)
-{
-	uint64_t b, d;
-	switch (p->kind) {
-	case BS_POLICY_LIST: {
-		const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
-		uint32_t n = p->ndelays ? p->ndelays : 10;
-		d = l[failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1)];
-		*lo = d / 2;
-		*hi = d + d / 2;
-		return;
-	}
-	case BS_POLICY_EXPONENTIAL:
-		*lo = *hi = bs_policy_backoff(p, failures);
-		return;
-	case BS_POLICY_OFF:
-		*lo = *hi = 0;
-		return;
-	case BS_POLICY_RESPONSIVE: { /* prev is the current interval */
-		double v = (double)prev * p->up_multiplier, r = v * p->randomization_factor;
-		if (r > (double)p->max_randomization)
-			r = (double)p->max_randomization;
-		*lo = prev ? dbl_ns(v - r) : p->initial_backoff;
-		*hi = prev ? dbl_ns(v + r) : p->initial_backoff;
-		*lo = min64(*lo, p->max_backoff);
-		*hi = min64(*hi, p->max_backoff);
-		return;
-	}
-	}
-	b = bs_policy_backoff(p, failures);
-	switch (p->jitter_mode) {
-	case BS_JITTER_FULL:
-		*lo = 0;
-		*hi = b;
-		return;
-	case BS_JITTER_EQUAL:
-		*lo = b / 2;
-		*hi = b;
-		return;
-	case BS_JITTER_DECORRELATED: {
-		uint64_t base = p->initial_backoff, pv = prev > base ? prev : base;
-		uint64_t top = pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv;
-		*lo = min64(base, p->max_backoff);
-		*hi = min64(top, p->max_backoff);
-		return;
-	}
-	}
-	double j = p->jitter > 1.0 ? 1.0 : p->jitter > 0.0 ? p->jitter : 0.0;
-	if (failures <= 1 || b == 0 || j == 0.0) {
-		*lo = *hi = b;
-		return;
-	}
-	*lo = scale(b, 1.0 - j);
-	*hi = scale(b, 1.0 + j);
-}
-
-void bs_cli_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
-		       uint64_t *lo, uint64_t *hi)
-{
-	unfloored_range(p, failures, prev, lo, hi);
-	if (p->kind == BS_POLICY_OFF || (p->kind == BS_POLICY_LIST && *hi == 0))
-		return; /* no wait, or a list's explicit 0 */
-	*lo = *lo < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *lo;
-	*hi = *hi < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *hi;
 }

@@ -1,16 +1,12 @@
 /* config: defaults -> INI file -> environment. See config.h. */
 #include "config.h"
 #include "log.h"
+#include "util.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <ini.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define MAX_FILE (1u << 20)
@@ -52,7 +48,7 @@ static const struct key {
 #undef B
 #undef P
 };
-#define NKEYS (sizeof keys / sizeof keys[0])
+#define NKEYS BS_ARRAY_SIZE(keys)
 
 void bs_config_defaults(struct bs_config *c)
 {
@@ -277,51 +273,23 @@ void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *te
 	ini_parse_stream(reader, &x, handler, &x);
 }
 
-/* Is this /dev/null (character device 1:3)? Reading it never blocks and
- * gives nothing: tests and scripts use it for "no config file". */
-static int is_dev_null(const struct stat *st)
-{
-	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
-}
-
-/* Raw system calls: inside the library, read() and close() are the shim's
- * own wrappers. Opened without blocking (a FIFO would wait for a writer) and
- * read only if it is a regular file. */
-int bs_config_load_file(struct bs_config *c, const char *path,
+/* The file comes through read_file: see bs_config_read_fn. */
+int bs_config_load_file(struct bs_config *c, const char *path, bs_config_read_fn read_file,
 			bs_config_report_fn report, void *ctx)
 {
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-			      O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		report(ctx, path, 0, NULL, NULL, "cannot open file");
-		return -1;
-	}
-	struct stat st;
-	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int null = syscall(SYS_fstat, fd, &st) == 0 && is_dev_null(&st);
-		syscall(SYS_close, fd);
-		if (null)
-			return 0; /* empty: nothing to apply, nothing to say */
-		report(ctx, path, 0, NULL, NULL, "not a regular file");
-		return -1;
-	}
 	char *buf = malloc(MAX_FILE + 1);
-	size_t n = 0;
-	long r = 0;
-	while (buf && n <= MAX_FILE &&
-	       ((r = syscall(SYS_read, fd, buf + n, MAX_FILE + 1 - n)) > 0 ||
-		(r < 0 && errno == EINTR)))
-		if (r > 0)
-			n += (size_t)r;
-	syscall(SYS_close, fd);
-	const char *why = !buf ? "out of memory" : r < 0 ? "cannot read file"
-			 : n > MAX_FILE ? "file larger than 1 MiB" : NULL;
-	if (why) {
+	const char *why = "out of memory";
+	long n = buf ? read_file(ctx, path, buf, MAX_FILE + 1, &why) : -1;
+	if (n > (long)MAX_FILE) {
+		why = "file larger than 1 MiB";
+		n = -1;
+	}
+	if (n < 0) {
 		report(ctx, path, 0, NULL, NULL, why);
 		free(buf);
 		return -1;
 	}
-	bs_config_parse_ini(c, path, buf, n, report, ctx);
+	bs_config_parse_ini(c, path, buf, (size_t)n, report, ctx);
 	free(buf);
 	return 0;
 }
@@ -330,7 +298,7 @@ void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 			bs_config_report_fn report, void *ctx)
 {
 	for (size_t i = 0; i < NKEYS; i++) {
-		const char *v = get(keys[i].env);
+		const char *v = get(ctx, keys[i].env);
 		const char *why;
 		if (v && apply(c, &keys[i], v, &why))
 			report(ctx, keys[i].env, 0, NULL, v, why);
@@ -338,26 +306,27 @@ void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 }
 
 void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
-			  bs_config_getenv_fn get, bs_config_report_fn report, void *ctx)
+			  bs_config_getenv_fn get, bs_config_read_fn read_file,
+			  bs_config_report_fn report, void *ctx)
 {
 	bs_config_defaults(c);
 	c->rules = rules;
 	if (rules)
 		rules->n = 0;
-	const char *path = get("BACKOFFSHIM_CONFIG");
+	const char *path = get(ctx, "BACKOFFSHIM_CONFIG");
 	if (path && *path)
-		bs_config_load_file(c, path, report, ctx);
+		bs_config_load_file(c, path, read_file, report, ctx);
 	else if (access(BS_DEFAULT_CONFIG, F_OK) == 0)
-		bs_config_load_file(c, BS_DEFAULT_CONFIG, report, ctx);
+		bs_config_load_file(c, BS_DEFAULT_CONFIG, read_file, report, ctx);
 	bs_config_load_env(c, get, report, ctx);
-	const char *dr = get("BACKOFFSHIM_DEST_RULES");
+	const char *dr = get(ctx, "BACKOFFSHIM_DEST_RULES");
 	if (dr && *dr)
 		bs_dest_env(c, dr, report, ctx);
 	bs_config_finish(c);
 }
 
-void bs_config_load(struct bs_config *c, bs_config_getenv_fn get,
+void bs_config_load(struct bs_config *c, bs_config_getenv_fn get, bs_config_read_fn read_file,
 		    bs_config_report_fn report, void *ctx)
 {
-	bs_config_load_rules(c, NULL, get, report, ctx);
+	bs_config_load_rules(c, NULL, get, read_file, report, ctx);
 }

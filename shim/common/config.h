@@ -80,13 +80,23 @@ void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn repo
 void bs_config_finish(struct bs_config *c);
 /* The settings for a destination: the most specific rule, or c itself. */
 const struct bs_config *bs_config_for(const struct bs_config *c, const struct sockaddr *addr,
-				      socklen_t len, bs_name_has_fn name_has);
+				      socklen_t len, bs_name_has_fn name_has, void *ctx);
 
 /* What happens to non-blocking sockets. */
 enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2 };
 
-/* Looks up a variable; the shim passes secure_getenv, tests pass a fake. */
-typedef const char *(*bs_config_getenv_fn)(const char *name);
+/* Looks up a variable; the shim passes secure_getenv, tests pass a fake.
+ * ctx is the one given to the loader (the report function's too). */
+typedef const char *(*bs_config_getenv_fn)(void *ctx, const char *name);
+
+/* Reads the file at path into buf (at most cap bytes; the loader asks for
+ * one byte more than it accepts, so a full buffer means "too large").
+ * Returns the number of bytes read (0 for /dev/null), or -1 with *why set
+ * to a reason (a static string). The library passes one made of raw
+ * system calls (its read() is interposed), the command and tests one made
+ * of libc calls: bs_read_file_libc (shim/cli/readfile.h). */
+typedef long (*bs_config_read_fn)(void *ctx, const char *path, char *buf, size_t cap,
+				  const char **why);
 
 void bs_config_defaults(struct bs_config *c);
 
@@ -101,7 +111,7 @@ void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *te
 			 size_t len, bs_config_report_fn report, void *ctx);
 
 /* Read and parse a file; reports if it cannot be read. Returns 0 if read. */
-int bs_config_load_file(struct bs_config *c, const char *path,
+int bs_config_load_file(struct bs_config *c, const char *path, bs_config_read_fn read_file,
 			bs_config_report_fn report, void *ctx);
 
 /* Apply every BACKOFFSHIM_* variable known. */
@@ -109,13 +119,14 @@ void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 			bs_config_report_fn report, void *ctx);
 
 /* Everything, in precedence order: defaults, file, environment. */
-void bs_config_load(struct bs_config *c, bs_config_getenv_fn get,
+void bs_config_load(struct bs_config *c, bs_config_getenv_fn get, bs_config_read_fn read_file,
 		    bs_config_report_fn report, void *ctx);
 
 /* The same, also reading [dest ...] sections and BACKOFFSHIM_DEST_RULES
  * into `rules` (which c then points at). */
 void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
-			  bs_config_getenv_fn get, bs_config_report_fn report, void *ctx);
+			  bs_config_getenv_fn get, bs_config_read_fn read_file,
+			  bs_config_report_fn report, void *ctx);
 
 int bs_config_retries(const struct bs_config *c, int err);
 
@@ -124,6 +135,19 @@ int bs_config_retries(const struct bs_config *c, int err);
 struct bs_line;
 void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 			const char *key, const char *value, const char *why);
+
+/* The words for each enum's values, indexed by value: one table each,
+ * shared by the parsers below and the command's output. */
+struct bs_names {
+	const char *const *name;
+	int n;
+};
+extern const struct bs_names bs_level_names;  /* enum bs_level */
+extern const struct bs_names bs_policy_names; /* enum bs_policy_kind */
+extern const struct bs_names bs_jmode_names;  /* enum bs_jitter_mode */
+extern const struct bs_names bs_nbmode_names; /* enum bs_nb_mode */
+/* v's word, or "?" if v is out of range. */
+const char *bs_name_of(const struct bs_names *t, int v);
 
 /* Value parsers, exposed for tests. Each returns 0 or -1 with *why. */
 int bs_parse_duration(const char *s, uint64_t *ns, const char **why);

@@ -2,6 +2,7 @@
  * and rules.h (what a SPEC is and which one wins). */
 #include "config.h"
 #include "log.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 static int is_global_key(const char *key)
 {
 	static const char *const global[] = {"unix", "seed", "disable", "level", "file"};
-	for (unsigned i = 0; i < sizeof global / sizeof global[0]; i++)
+	for (unsigned i = 0; i < BS_ARRAY_SIZE(global); i++)
 		if (!strcasecmp(key, global[i]))
 			return 1;
 	return 0;
@@ -143,7 +144,7 @@ void bs_config_finish(struct bs_config *c)
 }
 
 const struct bs_config *bs_config_for(const struct bs_config *c, const struct sockaddr *addr,
-				      socklen_t len, bs_name_has_fn name_has)
+				      socklen_t len, bs_name_has_fn name_has, void *ctx)
 {
 	const struct bs_rules *rs = c->rules;
 	if (!rs || !rs->n)
@@ -151,7 +152,7 @@ const struct bs_config *bs_config_for(const struct bs_config *c, const struct so
 	const struct bs_config *best = c;
 	int best_score = -1;
 	for (unsigned i = 0; i < rs->n; i++) {
-		int sc = bs_spec_score(&rs->r[i].spec, addr, len, name_has);
+		int sc = bs_spec_score(&rs->r[i].spec, addr, len, name_has, ctx);
 		if (sc > best_score) {
 			best_score = sc;
 			best = &rs->r[i].cfg;

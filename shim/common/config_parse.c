@@ -1,6 +1,7 @@
 /* config value parsers: locale-independent, reject NaN/inf/negatives/junk. */
 #include "config.h"
 #include "errname.h"
+#include "util.h"
 
 #include <string.h>
 #include <strings.h>
@@ -84,10 +85,10 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 	uint64_t mul = BS_NS_PER_SEC;
 	if (ulen) {
 		size_t i;
-		for (i = 0; i < sizeof units / sizeof units[0]; i++)
+		for (i = 0; i < BS_ARRAY_SIZE(units); i++)
 			if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
 				break;
-		if (i == sizeof units / sizeof units[0]) {
+		if (i == BS_ARRAY_SIZE(units)) {
 			*why = "unknown unit (use ms, s, m or h)";
 			return -1;
 		}
@@ -223,14 +224,28 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 	return 0;
 }
 
-/* One word out of `names` (case-insensitive); *out is its index. */
-static int parse_word(const char *s, const char *const *names, int count, int *out)
+#define NAMES(id, ...)                                                               \
+	static const char *const id##_words[] = {__VA_ARGS__};                       \
+	const struct bs_names id = {id##_words, (int)BS_ARRAY_SIZE(id##_words)}
+NAMES(bs_level_names, "off", "error", "info", "debug");
+NAMES(bs_policy_names, "grpc", "list", "exponential", "off", "responsive");
+NAMES(bs_jmode_names, "proportional", "full", "equal", "decorrelated");
+NAMES(bs_nbmode_names, "retry", "pace", "off");
+#undef NAMES
+
+const char *bs_name_of(const struct bs_names *t, int v)
+{
+	return v >= 0 && v < t->n ? t->name[v] : "?";
+}
+
+/* One word out of t (case-insensitive); *out is its index. */
+static int parse_word(const char *s, const struct bs_names *t, int *out)
 {
 	while (*s == ' ' || *s == '\t')
 		s++;
 	size_t n = strcspn(s, " \t");
-	for (int i = 0; i < count; i++) {
-		if (strlen(names[i]) == n && strncasecmp(s, names[i], n) == 0 &&
+	for (int i = 0; i < t->n; i++) {
+		if (strlen(t->name[i]) == n && strncasecmp(s, t->name[i], n) == 0 &&
 		    s[n + strspn(s + n, " \t")] == '\0') {
 			*out = i;
 			return 0;
@@ -241,8 +256,7 @@ static int parse_word(const char *s, const char *const *names, int count, int *o
 
 int bs_parse_level(const char *s, int *out, const char **why)
 {
-	static const char *const names[] = {"off", "error", "info", "debug"};
-	if (parse_word(s, names, 4, out) == 0)
+	if (parse_word(s, &bs_level_names, out) == 0)
 		return 0;
 	*why = "not one of off, error, info, debug";
 	return -1;
@@ -250,9 +264,7 @@ int bs_parse_level(const char *s, int *out, const char **why)
 
 int bs_parse_policy(const char *s, int *out, const char **why)
 {
-	/* order matches enum bs_policy_kind */
-	static const char *const names[] = {"grpc", "list", "exponential", "off", "responsive"};
-	if (parse_word(s, names, 5, out) == 0)
+	if (parse_word(s, &bs_policy_names, out) == 0)
 		return 0;
 	*why = "not one of grpc, list, exponential, responsive, off";
 	return -1;
@@ -260,9 +272,7 @@ int bs_parse_policy(const char *s, int *out, const char **why)
 
 int bs_parse_jmode(const char *s, int *out, const char **why)
 {
-	/* order matches enum bs_jitter_mode */
-	static const char *const names[] = {"proportional", "full", "equal", "decorrelated"};
-	if (parse_word(s, names, 4, out) == 0)
+	if (parse_word(s, &bs_jmode_names, out) == 0)
 		return 0;
 	*why = "not one of proportional, full, equal, decorrelated";
 	return -1;
@@ -307,9 +317,7 @@ int bs_parse_delays(const char *s, struct bs_policy *p, const char **why)
 
 int bs_parse_nbmode(const char *s, int *out, const char **why)
 {
-	/* order matches enum bs_nb_mode */
-	static const char *const names[] = {"retry", "pace", "off"};
-	if (parse_word(s, names, 3, out) == 0)
+	if (parse_word(s, &bs_nbmode_names, out) == 0)
 		return 0;
 	*why = "not one of retry, pace, off";
 	return -1;

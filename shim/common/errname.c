@@ -1,5 +1,6 @@
 /* errname: constant errno table. See errname.h. */
 #include "errname.h"
+#include "util.h"
 
 #include <errno.h>
 #include <string.h>
@@ -47,7 +48,7 @@ static const struct {
 #undef E
 };
 
-#define N (sizeof tab / sizeof tab[0])
+#define N BS_ARRAY_SIZE(tab)
 
 int bs_errno_from_name(const char *name, unsigned len)
 {

@@ -41,6 +41,7 @@ static struct target g_out = {.fd = 2}; /* where lines go */
 static struct target g_err = {.fd = 2}; /* fd 2: config problems */
 static struct target *g_errt = &g_err;
 static bs_log_opener g_opener; /* a log file, opened per line */
+static void *g_opener_ctx;
 
 static enum kind kind_of(mode_t m)
 {
@@ -58,10 +59,11 @@ static void record(struct target *t, int fd)
 	atomic_store(&t->dropped, 0);
 }
 
-void bs_log_setup_file(enum bs_level level, bs_log_opener open_file)
+void bs_log_setup_file(enum bs_level level, bs_log_opener open_file, void *ctx)
 {
 	bs_log_setup(level, -1);
 	g_errt = &g_err;
+	g_opener_ctx = ctx;
 	g_opener = open_file;
 }
 
@@ -277,7 +279,7 @@ void bs_line_emit_fd(struct bs_line *l, int fd)
 static void emit_to_file(struct bs_line *l)
 {
 	struct target t;
-	int fd = g_opener();
+	int fd = g_opener(g_opener_ctx);
 	if (fd < 0) {
 		atomic_fetch_add(&g_out.dropped, 1);
 		return;

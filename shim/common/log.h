@@ -36,12 +36,12 @@ struct bs_line {
 	char buf[BS_LINE_MAX + BS_LINE_TAIL];
 };
 
-/* Lines go to a file opened for each line by `open_file` (the caller's
+/* Lines go to a file opened for each line by open_file(ctx) (the caller's
  * I/O: it returns an fd above 2, or -1 to drop the line) and closed after
  * it, so that no descriptor is held between lines. Config problems still go
- * to fd 2 as recorded now. */
-typedef int (*bs_log_opener)(void);
-void bs_log_setup_file(enum bs_level level, bs_log_opener open_file);
+ * to fd 2 as recorded now. ctx is kept until the next setup. */
+typedef int (*bs_log_opener)(void *ctx);
+void bs_log_setup_file(enum bs_level level, bs_log_opener open_file, void *ctx);
 
 /* Where lines go and which ones. fd < 0 means stderr. Records the identity
  * of that fd and of fd 2 as they are now: later writes go only to the same

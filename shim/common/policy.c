@@ -1,5 +1,7 @@
 /* policy: gRPC backoff arithmetic. See policy.h for the promises. */
 #include "policy.h"
+#include "mix.h"
+#include "util.h"
 
 /* Saturating conversion: anything at or above 2^63 (or NaN) becomes cap. */
 static uint64_t to_ns(double v, uint64_t cap)
@@ -172,4 +174,83 @@ uint64_t bs_mix64(uint64_t x)
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
 	return x ^ (x >> 31);
+}
+
+/* --- the range of bs_policy_wait()'s answers (see policy.h) --- */
+
+static uint64_t range_ns(double v)
+{
+	return !(v > 0.0) ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
+}
+
+static uint64_t range_scale(uint64_t b, double f)
+{
+	return range_ns((double)b * f);
+}
+
+static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			    uint64_t *lo, uint64_t *hi)
+{
+	uint64_t b, d;
+	switch (p->kind) {
+	case BS_POLICY_LIST: {
+		const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
+		uint32_t n = p->ndelays ? p->ndelays : 10;
+		d = l[failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1)];
+		*lo = d / 2;
+		*hi = d + d / 2;
+		return;
+	}
+	case BS_POLICY_EXPONENTIAL:
+		*lo = *hi = bs_policy_backoff(p, failures);
+		return;
+	case BS_POLICY_OFF:
+		*lo = *hi = 0;
+		return;
+	case BS_POLICY_RESPONSIVE: { /* prev is the current interval */
+		double v = (double)prev * p->up_multiplier, r = v * p->randomization_factor;
+		if (r > (double)p->max_randomization)
+			r = (double)p->max_randomization;
+		*lo = prev ? range_ns(v - r) : p->initial_backoff;
+		*hi = prev ? range_ns(v + r) : p->initial_backoff;
+		*lo = bs_min_u64(*lo, p->max_backoff);
+		*hi = bs_min_u64(*hi, p->max_backoff);
+		return;
+	}
+	}
+	b = bs_policy_backoff(p, failures);
+	switch (p->jitter_mode) {
+	case BS_JITTER_FULL:
+		*lo = 0;
+		*hi = b;
+		return;
+	case BS_JITTER_EQUAL:
+		*lo = b / 2;
+		*hi = b;
+		return;
+	case BS_JITTER_DECORRELATED: {
+		uint64_t base = p->initial_backoff, pv = prev > base ? prev : base;
+		uint64_t top = pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv;
+		*lo = bs_min_u64(base, p->max_backoff);
+		*hi = bs_min_u64(top, p->max_backoff);
+		return;
+	}
+	}
+	double j = p->jitter > 1.0 ? 1.0 : p->jitter > 0.0 ? p->jitter : 0.0;
+	if (failures <= 1 || b == 0 || j == 0.0) {
+		*lo = *hi = b;
+		return;
+	}
+	*lo = range_scale(b, 1.0 - j);
+	*hi = range_scale(b, 1.0 + j);
+}
+
+void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			  uint64_t *lo, uint64_t *hi)
+{
+	unfloored_range(p, failures, prev, lo, hi);
+	if (p->kind == BS_POLICY_OFF || (p->kind == BS_POLICY_LIST && *hi == 0))
+		return; /* no wait, or a list's explicit 0 */
+	*lo = *lo < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *lo;
+	*hi = *hi < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *hi;
 }

@@ -18,8 +18,7 @@
 
 #include <stdint.h>
 
-#define BS_NS_PER_MS 1000000ull
-#define BS_NS_PER_SEC 1000000000ull
+#include "units.h"
 
 enum bs_policy_kind {
 	BS_POLICY_GRPC = 0,        /* the default, as above */
@@ -84,6 +83,14 @@ uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u)
 uint64_t bs_policy_wait(const struct bs_policy *p, uint32_t failures, uint64_t prev,
 			double u);
 
+/* The range [*lo, *hi] of bs_policy_wait(p, failures, prev, u) over every
+ * u, BS_RETRY_FLOOR included; exact (lo == hi) where the policy draws
+ * nothing. For responsive, prev is the current interval and the range is
+ * that of bs_responsive_up(p, prev, u). Meaningless where the answer is
+ * BS_STOP (off gives 0, 0). */
+void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			  uint64_t *lo, uint64_t *hi);
+
 /* responsive: the interval every connect to a destination waits. A failure
  * raises it (0 -> initial_backoff, then * up_multiplier, randomised by
  * +-randomization_factor with the randomisation capped at
@@ -100,12 +107,7 @@ extern const uint64_t bs_default_delays[10];
 /* How long an attempt whose own wait (if it fails) is `delay` may run. */
 uint64_t bs_policy_attempt_timeout(const struct bs_policy *p, uint64_t delay);
 
-/* Map a 64-bit random value to a double in [0, 1). */
+/* Map a 64-bit random value to a double in [0, 1) (see mix.h). */
 double bs_policy_unit(uint64_t r);
-
-/* splitmix64: a stateless mixer. bs_policy_unit(bs_mix64(seed + k * GOLDEN))
- * gives the k-th draw of a reproducible stream. */
-uint64_t bs_mix64(uint64_t x);
-#define BS_GOLDEN 0x9e3779b97f4a7c15ull
 
 #endif

@@ -1,6 +1,7 @@
 /* rules: destination specs and their specificity. See rules.h. */
 #include "rules.h"
 #include "addr.h"
+#include "mix.h"
 #include "policy.h"
 
 #include <arpa/inet.h>
@@ -190,7 +191,7 @@ static int prefix_match(const struct bs_spec *s, const unsigned char *a)
 }
 
 int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t len,
-		  bs_name_has_fn name_has)
+		  bs_name_has_fn name_has, void *ctx)
 {
 	if (s->kind == BS_SPEC_UNIX) {
 		if (bs_addr_kind(sa, len) != BS_ADDR_UNIX)
@@ -217,7 +218,7 @@ int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t 
 		struct sockaddr_storage st;
 		memcpy(&st, sa, len < sizeof st ? len : sizeof st);
 		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
-		return name_has && name_has(s->hash, bs_addr_key((struct sockaddr *)&st, len)) ? 4000
+		return name_has && name_has(ctx, s->hash, bs_addr_key((struct sockaddr *)&st, len)) ? 4000
 											   : -1;
 	}
 	default:

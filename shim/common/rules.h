@@ -40,11 +40,11 @@ int bs_spec_parse(const char *text, struct bs_spec *s, const char **why);
 int bs_spec_same(const struct bs_spec *a, const struct bs_spec *b);
 
 /* How specifically s matches the destination: -1 if not at all, higher is
- * more specific. name_has(hash, key) answers name rules; it is asked with
- * the key of the destination's address with port 0. */
-typedef int (*bs_name_has_fn)(uint64_t name_hash, uint64_t key);
+ * more specific. name_has(ctx, hash, key) answers name rules; it is asked
+ * with the key of the destination's address with port 0. */
+typedef int (*bs_name_has_fn)(void *ctx, uint64_t name_hash, uint64_t key);
 int bs_spec_score(const struct bs_spec *s, const struct sockaddr *addr, socklen_t len,
-		  bs_name_has_fn name_has);
+		  bs_name_has_fn name_has, void *ctx);
 
 /* The hash used for host names (case-insensitive) and unix paths. */
 uint64_t bs_name_hash(const char *name, unsigned len);

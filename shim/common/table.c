@@ -1,8 +1,13 @@
 /* table: lock-free per-destination state. See table.h. */
 #include "table.h"
+#include "mix.h"
 #include "policy.h"
+#include "util.h"
 
 #include <stddef.h>
+
+/* An entry is one 128-byte unit (two cache lines); pad makes it so. */
+BS_STATIC_ASSERT(sizeof(struct bs_entry) == 128, "struct bs_entry is 128 bytes");
 
 #define MASK (BS_TABLE_SLOTS - 1)
 #define CLAIM_ROUNDS 8 /* start-overs before a claim gives up */
@@ -50,7 +55,7 @@ uint64_t bs_state_next_at(uint64_t s)
 	return (s >> BS_STATE_SHIFT) * BS_NS_PER_MS;
 }
 
-int bs_state_open(uint64_t s)
+int bs_state_may_attempt(uint64_t s)
 {
 	return bs_state_failures(s) == 0 || (s & BS_PROBATION);
 }

@@ -132,7 +132,7 @@ uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures);
 uint32_t bs_state_failures(uint64_t s);
 uint64_t bs_state_next_at(uint64_t s); /* ns */
 /* May a new attempt start without waiting (healthy or on probation)? */
-int bs_state_open(uint64_t s);
+int bs_state_may_attempt(uint64_t s);
 
 /* Publish a failure if nobody published anything since `seen` was read.
  * Returns 1 if this call moved the state, 0 if another outcome won. */

@@ -171,7 +171,7 @@ static int retry_loop(struct call *c)
 		if (bs_budget_check(&c->b, now) != BS_STOP_NONE)
 			return give_up(c);
 
-		if (bs_state_open(s)) {
+		if (bs_state_may_attempt(s)) {
 			/* Healthy, or on probation after someone got through:
 			 * a plain connect, exactly as on the fast path. */
 			if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
@@ -236,7 +236,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	uint64_t t0 = 0;
 	int err = 0;
 
-	if (bs_state_open(s)) {
+	if (bs_state_may_attempt(s)) {
 		/* The fast path: the program's own connect. */
 		t0 = bs_now();
 		int r = bs_real_connect(fd, addr, len);

@@ -45,8 +45,9 @@ BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo 
 	return do_getaddrinfo(node, svc, hints, res);
 }
 
-int bs_name_has(uint64_t name, uint64_t key)
+int bs_name_has(void *ctx, uint64_t name, uint64_t key)
 {
+	(void)ctx;
 	return bs_res_name_has(bs_res(), name, key, bs_now(), BS_RES_HORIZON);
 }
 

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
@@ -31,9 +32,47 @@ static _Atomic uint64_t g_draws;
 static struct bs_line g_problems[MAX_PROBLEMS];
 static unsigned g_nproblems;
 
-static const char *get_env(const char *name)
+static const char *get_env(void *ctx, const char *name)
 {
+	(void)ctx;
 	return secure_getenv(name);
+}
+
+/* The config file (a bs_config_read_fn), by raw system calls: inside the
+ * library, read() and close() are the shim's own wrappers. Opened without
+ * blocking (a FIFO would wait for a writer) and read only if it is a
+ * regular file; /dev/null (character device 1:3) is quietly empty. */
+static long read_file(void *ctx, const char *path, char *buf, size_t cap, const char **why)
+{
+	(void)ctx;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
+			      O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		*why = "cannot open file";
+		return -1;
+	}
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int null = syscall(SYS_fstat, fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+			   major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+		syscall(SYS_close, fd);
+		if (null)
+			return 0;
+		*why = "not a regular file";
+		return -1;
+	}
+	size_t n = 0;
+	long r = 0;
+	while (n < cap && ((r = syscall(SYS_read, fd, buf + n, cap - n)) > 0 ||
+			   (r < 0 && errno == EINTR)))
+		if (r > 0)
+			n += (size_t)r;
+	syscall(SYS_close, fd);
+	if (r < 0) {
+		*why = "cannot read file";
+		return -1;
+	}
+	return (long)n;
 }
 
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
@@ -89,8 +128,9 @@ static const char *log_open_problem(int raw, int err)
 }
 
 /* One open of the log file, for one line: an fd above 2, or -1. */
-static int open_log_file(void)
+static int open_log_file(void *ctx)
 {
+	(void)ctx;
 	int saved = errno;
 	int raw = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
 	int fd = -1;
@@ -152,7 +192,7 @@ static void open_log(void)
 	} else if (held >= 0) {
 		bs_log_setup(level, held);
 	} else {
-		bs_log_setup_file(level, open_log_file);
+		bs_log_setup_file(level, open_log_file, NULL);
 	}
 }
 
@@ -178,7 +218,7 @@ static void init(void)
 		return;
 	int saved = errno;
 	bs_real_resolve_all();
-	const char *dis = get_env("BACKOFFSHIM_DISABLE");
+	const char *dis = get_env(NULL, "BACKOFFSHIM_DISABLE");
 	int off = 0;
 	const char *why;
 	if (dis && bs_parse_bool(dis, &off, &why) == 0 && off) {
@@ -186,7 +226,7 @@ static void init(void)
 		errno = saved;
 		return;
 	}
-	bs_config_load_rules(&g_cfg, &g_rules, get_env, report, NULL);
+	bs_config_load_rules(&g_cfg, &g_rules, get_env, read_file, report, NULL);
 	open_log();
 	if (g_cfg.log_level != BS_LOG_OFF) {
 		unsigned n = g_nproblems < MAX_PROBLEMS ? g_nproblems : MAX_PROBLEMS;

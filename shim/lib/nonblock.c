@@ -42,7 +42,7 @@ static enum bs_stop wait_due(uint64_t key, struct bs_budget *b)
 			return 0;
 		uint32_t seq = atomic_load(&e->seq);
 		uint64_t s = atomic_load(&e->state), now = bs_now();
-		if (bs_state_open(s) || now >= bs_state_next_at(s))
+		if (bs_state_may_attempt(s) || now >= bs_state_next_at(s))
 			return BS_STOP_NONE;
 		if (bs_budget_check_next(b, bs_state_next_at(s)) != BS_STOP_NONE)
 			return b->stop;
@@ -79,7 +79,7 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 	if (cfg->nonblocking == BS_NB_PACE) {
 		struct bs_entry *e = bs_table_find(bs_tab(), key);
 		uint64_t s = e ? atomic_load(&e->state) : 0;
-		if (bs_state_open(s) || now >= bs_state_next_at(s))
+		if (bs_state_may_attempt(s) || now >= bs_state_next_at(s))
 			goto go; /* due: this attempt may go out */
 		errno = last_err_of(key); /* inside the window: no packet sent */
 		return -1;
@@ -240,7 +240,7 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 	if (cfg->policy.kind == BS_POLICY_OFF)
 		return bs_real_sendto(fd, buf, n, flags, addr, len);
 	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
-	if (e && !bs_state_open(atomic_load(&e->state))) {
+	if (e && !bs_state_may_attempt(atomic_load(&e->state))) {
 		long fl = syscall(SYS_fcntl, fd, F_GETFL);
 		int nb = fl >= 0 && (fl & O_NONBLOCK);
 		int due = now >= bs_state_next_at(atomic_load(&e->state));

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "fdtab.h"
+#include "mix.h"
 #include "resolv.h"
 #include "table.h"
 
@@ -28,11 +29,11 @@
 
 const struct bs_config *bs_active(void);
 /* The settings for one destination ([dest ...] rules), fast when none. */
-int bs_name_has(uint64_t name, uint64_t key);
+int bs_name_has(void *ctx, uint64_t name, uint64_t key);
 static inline const struct bs_config *bs_cfg_for(const struct bs_config *cfg,
 						 const struct sockaddr *addr, socklen_t len)
 {
-	return bs_config_for(cfg, addr, len, bs_name_has);
+	return bs_config_for(cfg, addr, len, bs_name_has, NULL);
 }
 struct bs_table *bs_tab(void);
 /* The fd table, read directly on the hot path of every read/write. */

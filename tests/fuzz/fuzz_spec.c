@@ -15,15 +15,17 @@
 #include <string.h>
 #include <sys/un.h>
 
-static int name_yes(uint64_t hash, uint64_t key)
+static int name_yes(void *ctx, uint64_t hash, uint64_t key)
 {
+	(void)ctx;
 	(void)hash;
 	(void)key;
 	return 1;
 }
 
-static int name_no(uint64_t hash, uint64_t key)
+static int name_no(void *ctx, uint64_t hash, uint64_t key)
 {
+	(void)ctx;
 	(void)hash;
 	(void)key;
 	return 0;
@@ -40,7 +42,7 @@ static int score_inet(const struct bs_spec *s, const unsigned char *a, unsigned 
 		in.sin_family = AF_INET;
 		in.sin_port = htons((uint16_t)port);
 		memcpy(&in.sin_addr, a, 4);
-		return bs_spec_score(s, (struct sockaddr *)&in, sizeof in, has);
+		return bs_spec_score(s, (struct sockaddr *)&in, sizeof in, has, NULL);
 	}
 	in6.sin6_family = AF_INET6;
 	in6.sin6_port = htons((uint16_t)port);
@@ -50,7 +52,7 @@ static int score_inet(const struct bs_spec *s, const unsigned char *a, unsigned 
 	} else {
 		memcpy(in6.sin6_addr.s6_addr, a, 16);
 	}
-	return bs_spec_score(s, (struct sockaddr *)&in6, sizeof in6, has);
+	return bs_spec_score(s, (struct sockaddr *)&in6, sizeof in6, has, NULL);
 }
 
 static void well_formed(const char *text, const struct bs_spec *s)
@@ -100,7 +102,7 @@ static void matches_itself(const char *text, const struct bs_spec *s)
 		un.sun_family = AF_UNIX;
 		memcpy(un.sun_path, text + 5, n);
 		sc = bs_spec_score(s, (struct sockaddr *)&un,
-				   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n), NULL);
+				   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n), NULL, NULL);
 		FZ_CHECK(sc == 5000, "%s: its own path scores %d", fz_str(text), sc);
 		return;
 	}
@@ -173,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		memcpy(sa, nul + 1, alen);
 		if (why == NULL || !bs_spec_parse(text, &s, &why)) {
-			int sc = bs_spec_score(&s, sa, (socklen_t)alen, name_yes);
+			int sc = bs_spec_score(&s, sa, (socklen_t)alen, name_yes, NULL);
 			FZ_CHECK(sc == -1 || sc >= 100, "%s: score %d", fz_str(text), sc);
 		}
 		free(sa);

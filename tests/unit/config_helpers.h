@@ -7,14 +7,14 @@
 #define BS_CONFIG_HELPERS_H
 
 #include "unit.h"
+#include "unit_time.h"
 
 #include "config.h"
+#include "readfile.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define SEC BS_NS_PER_SEC
-#define MS BS_NS_PER_MS
 #define ORIGIN "test.ini"
 
 /* --- captured reports --- */
@@ -55,8 +55,9 @@ static const struct var *fake_env;
 static char asked[64][40]; /* every name looked up, in order */
 static int nasked;
 
-static inline const char *fake_getenv(const char *name)
+static inline const char *fake_getenv(void *ctx, const char *name)
 {
+	(void)ctx;
 	if (nasked < 64)
 		snprintf(asked[nasked], sizeof asked[0], "%s", name);
 	nasked++;

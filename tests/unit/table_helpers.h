@@ -5,6 +5,7 @@
 #define BS_TABLE_HELPERS_H
 
 #include "unit.h"
+#include "unit_time.h"
 
 #include "policy.h"
 #include "table.h"
@@ -12,8 +13,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define MS BS_NS_PER_MS
-#define SEC BS_NS_PER_SEC
 #define NOW (1000 * SEC)
 #define IDLE (120 * SEC)
 

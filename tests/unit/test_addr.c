@@ -1,5 +1,6 @@
 /* Unit tests for addr.c: destination keys and text for socket addresses. */
 #include "unit.h"
+#include "mix.h"
 
 #include "addr.h"
 #include "policy.h"

@@ -1,13 +1,13 @@
 /* Unit tests for budget.c: a call's start, deadlines, attempts counted and
  * the reason it stopped. Pure: every time is made up here. */
 #include "unit.h"
+#include "unit_time.h"
 
 #include "budget.h"
 #include "clock.h"
 
 #include <string.h>
 
-#define MS 1000000ull
 #define T0 (1000 * MS)
 
 static void test_no_limits(void **state)

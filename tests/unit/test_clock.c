@@ -1,5 +1,6 @@
 /* Unit tests for clock: monotonic time, futex deadline waits, the EINTR rule. */
 #include "unit.h"
+#include "unit_time.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -11,7 +12,6 @@
 
 #include "clock.h"
 
-#define MS 1000000ull
 
 static void test_now_is_monotonic(void **state)
 {

@@ -51,7 +51,7 @@ static void test_precedence(void **state)
 	struct bs_config c;
 	memset(&c, 0x5a, sizeof c); /* load starts from defaults itself */
 	use_env(env);
-	bs_config_load(&c, fake_getenv, capture, &rs);
+	bs_config_load(&c, fake_getenv, bs_read_file_libc, capture, &rs);
 	drop_temp(path);
 	assert_int_equal(rs.n, 0);
 	assert_int_equal(c.policy.initial_backoff, 2 * SEC); /* file */
@@ -72,7 +72,7 @@ static void test_missing_config_file(void **state)
 	struct reps rs = {0};
 	struct bs_config c;
 	use_env(env);
-	bs_config_load(&c, fake_getenv, capture, &rs);
+	bs_config_load(&c, fake_getenv, bs_read_file_libc, capture, &rs);
 	assert_int_equal(rs.n, 1);
 	assert_string_equal(rs.r[0].origin, "/nonexistent/bs-test/none.ini");
 	assert_int_equal(rs.r[0].line, 0);
@@ -93,7 +93,7 @@ static void test_unreadable_config_file(void **state)
 	struct reps rs = {0};
 	struct bs_config c;
 	use_env(env);
-	bs_config_load(&c, fake_getenv, capture, &rs);
+	bs_config_load(&c, fake_getenv, bs_read_file_libc, capture, &rs);
 	assert_int_equal(rmdir(dir), 0);
 	assert_int_equal(rs.n, 1);
 	assert_string_equal(rs.r[0].origin, dir);
@@ -111,14 +111,14 @@ static void test_load_file_errors(void **state)
 
 	char dir[] = "/tmp/bs_test_dir_XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(bs_config_load_file(&c, dir, capture, &rs), -1);
+	assert_int_equal(bs_config_load_file(&c, dir, bs_read_file_libc, capture, &rs), -1);
 	assert_int_equal(rmdir(dir), 0);
 	assert_int_equal(rs.n, 1);
 	assert_string_equal(rs.r[0].origin, dir);
 	assert_int_equal(rs.r[0].line, 0);
 	assert_true(rs.r[0].why[0] != '\0');
 
-	assert_int_equal(bs_config_load_file(&c, "/nonexistent/bs-test.ini", capture, &rs), -1);
+	assert_int_equal(bs_config_load_file(&c, "/nonexistent/bs-test.ini", bs_read_file_libc, capture, &rs), -1);
 	assert_int_equal(rs.n, 2);
 	assert_string_equal(rs.r[1].origin, "/nonexistent/bs-test.ini");
 	assert_int_equal(rs.r[1].line, 0);
@@ -133,7 +133,7 @@ static void test_load_file_errors(void **state)
 	memcpy(text, head, sizeof head - 1);
 	char *path = write_temp(text, big);
 	free(text);
-	int rc = bs_config_load_file(&c, path, capture, &rs);
+	int rc = bs_config_load_file(&c, path, bs_read_file_libc, capture, &rs);
 	int same_origin = rs.n == 3 && strcmp(rs.r[2].origin, path) == 0;
 	drop_temp(path);
 	assert_int_equal(rc, -1);
@@ -143,7 +143,7 @@ static void test_load_file_errors(void **state)
 
 	/* A readable file returns 0 and is applied. */
 	path = write_temp(head, sizeof head - 1);
-	rc = bs_config_load_file(&c, path, capture, &rs);
+	rc = bs_config_load_file(&c, path, bs_read_file_libc, capture, &rs);
 	drop_temp(path);
 	assert_int_equal(rc, 0);
 	assert_int_equal(rs.n, 3);
@@ -171,16 +171,16 @@ static void test_special_files_are_not_read(void **state)
 	assert_int_equal(mkfifo(fifo, 0600), 0);
 	signal(SIGALRM, on_alarm);
 	alarm(10); /* a FIFO without a writer: open or read would wait forever */
-	int rc_fifo = bs_config_load_file(&c, fifo, capture, &rs);
-	int rc_zero = bs_config_load_file(&c, "/dev/zero", capture, &rs);
-	int rc_null = bs_config_load_file(&c, "/dev/null", capture, &rs);
-	int rc_dir = bs_config_load_file(&c, dir, capture, &rs);
+	int rc_fifo = bs_config_load_file(&c, fifo, bs_read_file_libc, capture, &rs);
+	int rc_zero = bs_config_load_file(&c, "/dev/zero", bs_read_file_libc, capture, &rs);
+	int rc_null = bs_config_load_file(&c, "/dev/null", bs_read_file_libc, capture, &rs);
+	int rc_dir = bs_config_load_file(&c, dir, bs_read_file_libc, capture, &rs);
 	/* Through BACKOFFSHIM_CONFIG too. */
 	const struct var env[] = {{"BACKOFFSHIM_CONFIG", fifo}, {NULL, NULL}};
 	struct reps rs2 = {0};
 	struct bs_config c2;
 	use_env(env);
-	bs_config_load(&c2, fake_getenv, capture, &rs2);
+	bs_config_load(&c2, fake_getenv, bs_read_file_libc, capture, &rs2);
 	alarm(0);
 	assert_int_equal(unlink(fifo), 0);
 	assert_int_equal(rmdir(dir), 0);

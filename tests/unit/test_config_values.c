@@ -187,6 +187,40 @@ static void test_number(void **state)
 	}
 }
 
+/* Each name table parses back to its own index through its parser; an
+ * out-of-range value is shown as "?". */
+static void test_name_tables(void **state)
+{
+	(void)state;
+	static const struct {
+		const struct bs_names *t;
+		int (*parse)(const char *, int *, const char **);
+		int n;
+	} tabs[] = {
+		{&bs_level_names, bs_parse_level, 4},
+		{&bs_policy_names, bs_parse_policy, 5},
+		{&bs_jmode_names, bs_parse_jmode, 4},
+		{&bs_nbmode_names, bs_parse_nbmode, 3},
+	};
+	for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++) {
+		assert_int_equal(tabs[k].t->n, tabs[k].n);
+		for (int i = 0; i < tabs[k].t->n; i++) {
+			int out = -1;
+			const char *why = NULL;
+			assert_int_equal(tabs[k].parse(tabs[k].t->name[i], &out, &why), 0);
+			assert_int_equal(out, i);
+			assert_string_equal(bs_name_of(tabs[k].t, i), tabs[k].t->name[i]);
+		}
+		assert_string_equal(bs_name_of(tabs[k].t, -1), "?");
+		assert_string_equal(bs_name_of(tabs[k].t, tabs[k].t->n), "?");
+	}
+	assert_int_equal(BS_POLICY_RESPONSIVE, 4);
+	assert_string_equal(bs_name_of(&bs_policy_names, BS_POLICY_RESPONSIVE), "responsive");
+	assert_string_equal(bs_name_of(&bs_jmode_names, BS_JITTER_DECORRELATED), "decorrelated");
+	assert_string_equal(bs_name_of(&bs_nbmode_names, BS_NB_OFF), "off");
+	assert_string_equal(bs_name_of(&bs_level_names, BS_LOG_DEBUG), "debug");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -195,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_duration_rejects),
 		cmocka_unit_test(test_duration_random),
 		cmocka_unit_test(test_number),
+		cmocka_unit_test(test_name_tables),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

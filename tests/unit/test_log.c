@@ -471,14 +471,16 @@ static void test_errno_untouched(void **state)
 static char g_file[] = "/tmp/bs_log_file_XXXXXX";
 static int g_opens;
 
-static int open_test_file(void)
+static int open_test_file(void *ctx)
 {
+	assert_ptr_equal(ctx, g_file);
 	g_opens++;
 	return open(g_file, O_WRONLY | O_APPEND | O_CLOEXEC);
 }
 
-static int no_file(void)
+static int no_file(void *ctx)
 {
+	(void)ctx;
 	return -1;
 }
 
@@ -490,7 +492,7 @@ static void test_log_file_is_opened_per_line(void **state)
 	int tmp = mkstemp(g_file);
 	assert_true(tmp >= 0);
 	close(tmp);
-	bs_log_setup_file(BS_LOG_INFO, open_test_file);
+	bs_log_setup_file(BS_LOG_INFO, open_test_file, g_file);
 	int before = dup(0);
 	close(before);
 	for (int i = 0; i < 3; i++) {
@@ -512,7 +514,7 @@ static void test_log_file_is_opened_per_line(void **state)
 		lines++;
 	assert_int_equal(lines, 3);
 	/* a file that cannot be opened drops the line, counted for the next */
-	bs_log_setup_file(BS_LOG_INFO, no_file);
+	bs_log_setup_file(BS_LOG_INFO, no_file, NULL);
 	struct bs_line l;
 	bs_line_start(&l);
 	bs_line_str(&l, "lost");

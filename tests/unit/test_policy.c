@@ -1,13 +1,14 @@
 /* Unit tests for policy.c: the gRPC connection-backoff schedule
  * (grpc doc/connection-backoff.md). All randomness is seeded. */
 #include "unit.h"
+#include "mix.h"
+#include "unit_time.h"
 
 #include "policy.h"
 
 #include <math.h>
 #include <stdio.h>
 
-#define SEC BS_NS_PER_SEC
 #define SEED 0x5eedb0ffull
 
 static const struct bs_policy DEFAULTS = {

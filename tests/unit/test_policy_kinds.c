@@ -2,14 +2,14 @@
  * the delay list, exponential with its stop rule, off; and their config
  * keys. Distributions are checked over 10 000 seeded draws. */
 #include "unit.h"
+#include "mix.h"
+#include "unit_time.h"
 
 #include <string.h>
 
 #include "config.h"
 #include "policy.h"
 
-#define MS 1000000ull
-#define SEC 1000000000ull
 #define DRAWS 10000
 
 static double draw(uint64_t k)
@@ -258,9 +258,70 @@ static void test_responsive(void **state)
 	assert_true(p->down_multiplier == 0.5);
 }
 
+/* bs_policy_wait_range holds every draw of bs_policy_wait (and, for
+ * responsive, of bs_responsive_up), and is tight: the draws come near both
+ * ends. */
+static void check_range(const struct bs_policy *p, uint32_t failures, uint64_t prev)
+{
+	uint64_t lo, hi, min = UINT64_MAX, max = 0;
+	bs_policy_wait_range(p, failures, prev, &lo, &hi);
+	assert_true(lo <= hi);
+	for (uint64_t k = 0; k < 2000; k++) {
+		uint64_t w = p->kind == BS_POLICY_RESPONSIVE ? bs_responsive_up(p, prev, draw(k))
+							     : bs_policy_wait(p, failures, prev, draw(k));
+		if (w == BS_STOP)
+			return;
+		if (w + 1 < lo || w > hi + 1)
+			fail_msg("kind %d mode %d failures %u prev %llu: %llu not in [%llu, %llu]",
+				 p->kind, p->jitter_mode, failures, (unsigned long long)prev,
+				 (unsigned long long)w, (unsigned long long)lo,
+				 (unsigned long long)hi);
+		min = w < min ? w : min;
+		max = w > max ? w : max;
+	}
+	uint64_t slack = hi / 50 + 1; /* of hi: the floor may gather most draws */
+	if (min > lo + slack || max + slack < hi)
+		fail_msg("kind %d mode %d failures %u: draws [%llu, %llu], range [%llu, %llu]",
+			 p->kind, p->jitter_mode, failures, (unsigned long long)min,
+			 (unsigned long long)max, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+static void test_wait_range_holds_the_draws(void **state)
+{
+	(void)state;
+	static const uint64_t prevs[] = {0, 5 * MS, 700 * MS, 3 * SEC, 200 * SEC};
+	struct bs_policy ps[8];
+	unsigned n = 0;
+	for (int mode = BS_JITTER_PROPORTIONAL; mode <= BS_JITTER_DECORRELATED; mode++)
+		ps[n++] = grpc(mode);
+	ps[n] = grpc(BS_JITTER_FULL); /* full jitter's low end is the floor */
+	ps[n++].initial_backoff = 1 * MS;
+	ps[n] = grpc(BS_JITTER_PROPORTIONAL);
+	ps[n++].kind = BS_POLICY_LIST; /* the default list, its 0 and 10ms */
+	ps[n] = grpc(BS_JITTER_PROPORTIONAL);
+	ps[n++].kind = BS_POLICY_EXPONENTIAL;
+	ps[n] = grpc(BS_JITTER_PROPORTIONAL);
+	ps[n++].kind = BS_POLICY_RESPONSIVE;
+	for (unsigned i = 0; i < n; i++)
+		for (uint32_t f = 1; f <= 14; f++)
+			for (size_t j = 0; j < sizeof prevs / sizeof prevs[0]; j++)
+				check_range(&ps[i], f, prevs[j]);
+	uint64_t lo, hi;
+	bs_policy_wait_range(&ps[4], 5, 0, &lo, &hi); /* 1ms * 1.6^4 = 6.5ms: floored */
+	assert_int_equal(lo, BS_RETRY_FLOOR);
+	assert_int_equal(hi, BS_RETRY_FLOOR);
+	bs_policy_wait_range(&ps[5], 1, 0, &lo, &hi); /* the list's explicit 0 */
+	assert_int_equal(lo, 0);
+	assert_int_equal(hi, 0);
+	bs_policy_wait_range(&ps[0], 1, 0, &lo, &hi); /* gRPC's first wait: exact */
+	assert_int_equal(lo, 1 * SEC);
+	assert_int_equal(hi, 1 * SEC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wait_range_holds_the_draws),
 		cmocka_unit_test(test_proportional_is_grpc),
 		cmocka_unit_test(test_full_jitter),
 		cmocka_unit_test(test_equal_jitter),

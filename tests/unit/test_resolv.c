@@ -3,6 +3,7 @@
  * truncation at BS_RES_KEYS, the horizon, the newest record winning, and
  * the ring wrapping around. */
 #include "unit.h"
+#include "unit_time.h"
 
 #include "policy.h"
 #include "resolv.h"
@@ -10,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MS BS_NS_PER_MS
-#define SEC BS_NS_PER_SEC
 #define NOW (1000 * SEC)
 #define HORIZON (10 * SEC)
 #define A 0xa1a1ull

@@ -36,14 +36,16 @@ static const struct bs_config *for_dest(const struct bs_config *c, const char *i
 {
 	socklen_t len;
 	const struct sockaddr *a = sa(ip, port, &len);
-	return bs_config_for(c, a, len, NULL);
+	return bs_config_for(c, a, len, NULL, NULL);
 }
+
+static int score_ctx; /* what the name_has functions are given */
 
 static int score_at(const struct bs_spec *s, const char *ip, unsigned port, bs_name_has_fn f)
 {
 	socklen_t len;
 	const struct sockaddr *a = sa(ip, port, &len);
-	return bs_spec_score(s, a, len, f);
+	return bs_spec_score(s, a, len, f, &score_ctx);
 }
 
 static int score(const char *spec, const char *ip, unsigned port)
@@ -94,9 +96,10 @@ static void test_matching_and_precedence(void **state)
 		    port > 0);
 }
 
-static int name_has_42(uint64_t name, uint64_t key)
+static int name_has_42(void *ctx, uint64_t name, uint64_t key)
 {
 	(void)key;
+	assert_ptr_equal(ctx, &score_ctx);
 	return name == bs_name_hash("DB.internal", 11);
 }
 
@@ -112,9 +115,9 @@ static void test_names_and_unix(void **state)
 	struct sockaddr_un un = {.sun_family = AF_UNIX};
 	strcpy(un.sun_path, "/run/app.sock");
 	assert_int_equal(bs_spec_parse("unix:/run/app.sock", &s, &why), 0);
-	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, sizeof un, NULL) > 0);
+	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, sizeof un, NULL, NULL) > 0);
 	strcpy(un.sun_path, "/run/other.sock");
-	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, sizeof un, NULL) < 0);
+	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, sizeof un, NULL, NULL) < 0);
 }
 
 static unsigned nreports, lines[8];

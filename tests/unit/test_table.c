@@ -4,6 +4,7 @@
  * million keys, capacity, and the keys a table cannot hold. Concurrent use is in test_table_threads.c. */
 #include "table_helpers.h"
 
+#include "mix.h"
 #include "policy.h"
 #include "table.h"
 
