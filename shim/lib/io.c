@@ -19,9 +19,6 @@
 #include "sock.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 enum op_kind { OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG };
 
@@ -46,17 +43,6 @@ static ssize_t redo(const struct op *o)
 	case OP_SENDMSG: return bs_real_sendmsg(o->fd, o->msg, o->flags);
 	}
 	return -1;
-}
-
-int bs_io_same_peer(int fd, uint64_t key)
-{
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof ss;
-	if (syscall(SYS_getpeername, fd, &ss, &l) == 0)
-		return bs_addr_key((struct sockaddr *)&ss, l) == key;
-	/* a reset socket has no peer any more (ENOTCONN); a file or pipe that
-	 * took the number over says ENOTSOCK */
-	return errno == ENOTCONN;
 }
 
 /* fd's destination, its address copied into *ss (key and address from one
@@ -106,7 +92,7 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		bs_dest_healthy(d.key);
 		bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
 	} else if (r > 0 || bad) {
-		if (!bs_io_same_peer(fd, d.key)) {
+		if (!bs_sock_peer_is(fd, d.key)) {
 			bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
 		} else if (r > 0 || (r == 0 && bs_sock_peer_took_all(fd))) {
 			/* a byte from the peer, or an upload it took in full */
@@ -167,7 +153,7 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 		/* a datagram's error is the program's alone: returned as is,
 		 * never waited on, never recorded for the destination */
 		bs_fd_clear(bs_fds(), o->fd);
-	} else if (bs_io_same_peer(o->fd, (d = dest_of(o->fd, s, &ss)).key)) {
+	} else if (bs_sock_peer_is(o->fd, (d = dest_of(o->fd, s, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
 		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);

@@ -19,10 +19,7 @@
 #include "sock.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 static int last_err_of(uint64_t key)
 {
@@ -125,13 +122,10 @@ static int reconnect(int fd, const struct sockaddr *addr, socklen_t len, uint64_
 		struct pollfd p = {fd, POLLOUT, 0};
 		uint64_t ms = (end - now) / BS_NS_PER_MS + 1;
 		if (bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms) > 0) {
-			int err = 0;
-			socklen_t l = sizeof err;
 			if (p.revents & POLLNVAL)
 				return EBADF;
-			if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &err, &l))
-				return errno;
-			return err;
+			int err = bs_sock_take_error(fd);
+			return err < 0 ? -err : err;
 		}
 	}
 	bs_sock_abort(fd);
@@ -241,8 +235,7 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		return bs_real_sendto(fd, buf, n, flags, addr, len);
 	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
 	if (e && !bs_state_open(atomic_load(&e->state))) {
-		long fl = syscall(SYS_fcntl, fd, F_GETFL);
-		int nb = fl >= 0 && (fl & O_NONBLOCK);
+		int nb = bs_sock_is_nonblocking(fd);
 		int due = now >= bs_state_next_at(atomic_load(&e->state));
 		struct bs_budget b = wait_budget(cfg, now);
 		if ((nb && cfg->nonblocking == BS_NB_PACE && !due) ||

@@ -140,11 +140,8 @@ void bs_owe(int fd, const struct bs_sock_ident *id, int err)
 
 int bs_owed_take(int fd)
 {
-	int saved = errno;
 	struct bs_sock_ident id;
-	int same = bs_sock_ident(fd, &id) && bs_fd_ident_matches(bs_fds(), fd, id.dev, id.ino);
-	errno = saved;
-	if (!same) {
+	if (!bs_sock_ident(fd, &id) || !bs_fd_ident_matches(bs_fds(), fd, id.dev, id.ino)) {
 		bs_fd_clear(bs_fds(), fd); /* closed behind our back, number reused */
 		return 0;
 	}

@@ -112,8 +112,5 @@ void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
 /* sendto(MSG_FASTOPEN): a connect and a send in one call. */
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
 		    const struct sockaddr *addr, socklen_t len);
-/* io.c: is this fd's destination the same socket the slot describes?
- * (Checked on the rare path only: an error, EOF, the first byte.) */
-int bs_io_same_peer(int fd, uint64_t key);
 
 #endif
