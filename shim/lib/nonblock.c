@@ -21,7 +21,7 @@
 #include <errno.h>
 #include <poll.h>
 
-static int last_err_of(uint64_t key)
+int bs_nb_last_err(uint64_t key)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
 	int err = e ? (int)atomic_load(&e->last_err) : 0;
@@ -56,13 +56,10 @@ static struct bs_budget wait_budget(const struct bs_config *cfg, uint64_t now)
 	return b;
 }
 
-int bs_nb_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
-		  socklen_t len, uint64_t key, uint64_t t0)
+int bs_nb_wait_due(const struct bs_config *cfg, uint64_t key, uint64_t now)
 {
-	if (cfg->nonblocking != BS_NB_OFF)
-		bs_fd_track(bs_fds(), fd, BS_FD_CONNECTING, key, t0, t0, addr, len);
-	errno = EINPROGRESS;
-	return -1;
+	struct bs_budget b = wait_budget(cfg, now);
+	return wait_due(key, &b) == BS_STOP_NONE ? 0 : bs_nb_last_err(key);
 }
 
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
@@ -78,12 +75,12 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 		uint64_t s = e ? atomic_load(&e->state) : 0;
 		if (bs_state_open(s) || now >= bs_state_next_at(s))
 			goto go; /* due: this attempt may go out */
-		errno = last_err_of(key); /* inside the window: no packet sent */
+		errno = bs_nb_last_err(key); /* inside the window: no packet sent */
 		return -1;
 	}
-	struct bs_budget b = wait_budget(cfg, now);
-	if (wait_due(key, &b) != BS_STOP_NONE) {
-		errno = last_err_of(key);
+	int err = bs_nb_wait_due(cfg, key, now);
+	if (err) {
+		errno = err;
 		return -1;
 	}
 go:
@@ -100,7 +97,7 @@ go:
 		errno = err;
 		return r;
 	}
-	return bs_nb_started(cfg, fd, addr, len, key, now);
+	return bs_outcome_started(cfg, fd, addr, len, key, now);
 }
 
 /* Reconnect fd and wait for the handshake, at most until `end`. Returns 0
@@ -223,41 +220,4 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		return err;
 	}
 	return nb_retry(cfg, fd, &d, start, err);
-}
-
-ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
-		    const struct sockaddr *addr, socklen_t len)
-{
-	int saved = errno;
-	uint64_t key = bs_addr_key(addr, len), now = bs_now();
-	cfg = bs_cfg_for(cfg, addr, len);
-	if (cfg->policy.kind == BS_POLICY_OFF)
-		return bs_real_sendto(fd, buf, n, flags, addr, len);
-	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
-	if (e && !bs_state_open(atomic_load(&e->state))) {
-		int nb = bs_sock_is_nonblocking(fd);
-		int due = now >= bs_state_next_at(atomic_load(&e->state));
-		struct bs_budget b = wait_budget(cfg, now);
-		if ((nb && cfg->nonblocking == BS_NB_PACE && !due) ||
-		    (!(nb && cfg->nonblocking == BS_NB_OFF) &&
-		     wait_due(key, &b) != BS_STOP_NONE)) {
-			errno = last_err_of(key);
-			return -1;
-		}
-	}
-	now = bs_now();
-	errno = saved;
-	ssize_t r = bs_real_sendto(fd, buf, n, flags, addr, len);
-	int err = errno;
-	if (key) {
-		struct bs_dest d = {key, addr, len};
-		if (r >= 0)
-			bs_dest_connected(cfg, &d, fd, now);
-		else if (err == EINPROGRESS)
-			bs_nb_started(cfg, fd, addr, len, key, now);
-		else if (bs_config_retries(cfg, err))
-			bs_dest_failed_later(cfg, &d, now, err, 0);
-	}
-	errno = err;
-	return r;
 }
