@@ -72,7 +72,7 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 	}
 	if (!bs_sock_is_stream(fd)) {
 		/* datagrams (and SEQPACKET) never touch a destination's state */
-		bs_fd_clear(bs_fds(), fd);
+		bs_outcome_forget(fd);
 		return errno = err, r;
 	}
 	struct sockaddr_storage ss;

@@ -174,7 +174,7 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		;
 	if (err == 0)
 		return 0;
-	bs_fd_clear(bs_fds(), fd);
+	bs_outcome_forget(fd);
 	int saved = errno;
 	bs_dest_give_up(d, &b, err);
 	errno = saved;
@@ -187,22 +187,18 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 	if (!sl || atomic_load(&sl->state) != BS_FD_CONNECTING)
 		return err;
 	struct sockaddr_storage ss;
-	struct bs_dest d = {0, (const struct sockaddr *)&ss, 0};
-	if (!bs_fd_read_dest(bs_fds(), fd, &d.key, &ss, &d.len))
-		d.key = atomic_load(&sl->key), d.len = 0; /* the key alone */
+	struct bs_dest d = bs_fd_dest(fd, &ss);
 	uint64_t t0 = atomic_load(&sl->since), start = atomic_load(&sl->call_start);
-	if (!d.len)
-		d.addr = NULL;
-	else
+	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	if (cfg->policy.kind == BS_POLICY_RESPONSIVE) {
 		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
 		if (e && d.addr && (err == 0 || bs_config_retries(cfg, err)))
 			bs_responsive_outcome(cfg, e, d.addr, d.len, err);
 		if (err == 0)
-			bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, t0);
+			bs_outcome_paced_connected(fd, t0);
 		else
-			bs_fd_clear(bs_fds(), fd);
+			bs_outcome_forget(fd);
 		return err;
 	}
 	if (err == 0) {
@@ -210,13 +206,13 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		return 0;
 	}
 	if (!bs_config_retries(cfg, err)) {
-		bs_fd_clear(bs_fds(), fd);
+		bs_outcome_forget(fd);
 		return err;
 	}
 	int fallback = bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_FALLBACK);
 	bs_dest_failed_later(cfg, &d, t0, err, fallback);
 	if (cfg->nonblocking != BS_NB_RETRY || !d.addr || fallback) {
-		bs_fd_clear(bs_fds(), fd);
+		bs_outcome_forget(fd);
 		return err;
 	}
 	return nb_retry(cfg, fd, &d, start, err);

@@ -143,6 +143,16 @@ int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockadd
 	return -1;
 }
 
+void bs_outcome_paced_connected(int fd, uint64_t t0)
+{
+	bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, t0);
+}
+
+void bs_outcome_forget(int fd)
+{
+	bs_fd_clear(bs_fds(), fd);
+}
+
 struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss)
 {
 	struct bs_dest d = {0, (const struct sockaddr *)ss, 0};

@@ -105,6 +105,12 @@ void bs_dest_healthy(uint64_t key);
  * cfg: as the caller resolved it for the destination. */
 int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		       socklen_t len, uint64_t key, uint64_t t0);
+/* The responsive policy's connection on fd connected at t0: no probation
+ * (its pacing counts successes at connect), the fd is healthy at once. */
+void bs_outcome_paced_connected(int fd, uint64_t t0);
+/* Nothing more is to be learned from fd (its connect failed for good, was
+ * given up, or it is not a stream): untracked. */
+void bs_outcome_forget(int fd);
 int bs_outcome_lived(const struct bs_config *cfg, int fd, uint64_t key);
 void bs_outcome_first_byte(const struct bs_config *cfg, int fd, const struct bs_dest *d);
 void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct bs_dest *d,
