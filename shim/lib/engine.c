@@ -248,7 +248,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		}
 		err = errno;
 		if (err == EINPROGRESS)
-			return bs_nb_started(cfg, fd, addr, len, key, t0);
+			return bs_outcome_started(cfg, fd, addr, len, key, t0);
 		if (!bs_config_retries(cfg, err))
 			return -1;
 		if (!bs_sock_is_blocking_stream(fd)) {

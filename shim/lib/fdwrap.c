@@ -1,27 +1,14 @@
 /* close, dup2, dup3, close_range, closefrom: keep the fd table in step with
  * the program's descriptors. Untracked fds cost one load. */
-#include "clock.h"
 #include "real.h"
 #include "shim.h"
 
 #include <linux/close_range.h>
 
-/* A connection closed by the program after living healthy_after counts as
- * healthy; one closed earlier proves nothing either way. */
-static void forget(int fd)
-{
-	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
-	const struct bs_config *cfg = bs_active();
-	if (cfg && atomic_load(&s->state) == BS_FD_PROBATION &&
-	    bs_now() - atomic_load(&s->since) >= cfg->healthy_after)
-		bs_dest_healthy(atomic_load(&s->key));
-	bs_fd_clear(bs_fds(), fd);
-}
-
 static int do_close(int fd)
 {
 	if (bs_fd_state(bs_fds(), fd) != BS_FD_NONE)
-		forget(fd); /* before the number can be reused */
+		bs_outcome_closed(fd); /* before the number can be reused */
 	return bs_real_close(fd);
 }
 

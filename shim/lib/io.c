@@ -19,9 +19,6 @@
 #include "sock.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 enum op_kind { OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG };
 
@@ -48,30 +45,14 @@ static ssize_t redo(const struct op *o)
 	return -1;
 }
 
-int bs_io_same_peer(int fd, uint64_t key)
+/* The read side's failures that end a connection (with EOF: closed early). */
+static int read_reset(int err)
 {
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof ss;
-	if (syscall(SYS_getpeername, fd, &ss, &l) == 0)
-		return bs_addr_key((struct sockaddr *)&ss, l) == key;
-	/* a reset socket has no peer any more (ENOTCONN); a file or pipe that
-	 * took the number over says ENOTSOCK */
-	return errno == ENOTCONN;
+	return err == ECONNRESET || err == ETIMEDOUT || err == EPIPE || err == ECONNREFUSED;
 }
 
-/* fd's destination, its address copied into *ss (key and address from one
- * consistent read; failing that, the key alone). */
-static struct bs_dest dest_of(int fd, struct bs_fdslot *s, struct sockaddr_storage *ss)
-{
-	struct bs_dest d = {0, (const struct sockaddr *)ss, 0};
-	if (!bs_fd_read_dest(bs_fds(), fd, &d.key, ss, &d.len))
-		d.key = atomic_load(&s->key), d.len = 0;
-	if (!d.len)
-		d.addr = NULL;
-	return d;
-}
-
-/* After a read-side call on a connecting or probation fd. */
+/* After a read-side call on a connecting or probation fd: report what the
+ * call showed (outcome.c decides what follows). */
 static ssize_t read_done(int fd, unsigned st, ssize_t r)
 {
 	int err = errno;
@@ -88,37 +69,22 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		}
 		if (r <= 0)
 			return errno = err, r;
-		st = BS_FD_PROBATION;
 	}
 	if (!bs_sock_is_stream(fd)) {
 		/* datagrams (and SEQPACKET) never touch a destination's state */
-		bs_fd_clear(bs_fds(), fd);
+		bs_outcome_forget(fd);
 		return errno = err, r;
 	}
 	struct sockaddr_storage ss;
-	struct bs_dest d = dest_of(fd, s, &ss);
+	struct bs_dest d = bs_fd_dest(fd, &ss);
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
-	int bad = r == 0 || (r < 0 && (err == ECONNRESET || err == ETIMEDOUT ||
-				       err == EPIPE || err == ECONNREFUSED));
-	if (bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
-		/* lived long enough: healthy, whatever ends it now */
-		bs_dest_healthy(d.key);
-		bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
-	} else if (r > 0 || bad) {
-		if (!bs_io_same_peer(fd, d.key)) {
-			bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
-		} else if (r > 0 || (r == 0 && bs_sock_peer_took_all(fd))) {
-			/* a byte from the peer, or an upload it took in full */
-			bs_dest_healthy(d.key);
-			bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
-		} else {
-			/* closed or reset before a single byte: a failed attempt */
-			bs_dest_failed_later(cfg, &d, atomic_load(&s->call_start),
-					     r == 0 ? ECONNRESET : err, 0);
-			bs_fd_clear(bs_fds(), fd);
-		}
-	}
+	if (r > 0)
+		bs_outcome_first_byte(cfg, fd, &d);
+	else if (r == 0 || read_reset(err))
+		bs_outcome_closed_early(cfg, fd, &d, r == 0 ? 0 : err);
+	else
+		bs_outcome_lived(cfg, fd, d.key);
 	errno = err;
 	return r;
 }
@@ -152,27 +118,12 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 		return redo(o); /* now connected: nothing was ever sent */
 	}
 	if (r >= 0) {
-		if (st == BS_FD_PROBATION &&
-		    bs_now() - atomic_load(&s->since) >= cfg->healthy_after) {
-			bs_dest_healthy(atomic_load(&s->key));
-			bs_fd_set(bs_fds(), o->fd, BS_FD_HEALTHY, bs_now());
-		}
+		if (st == BS_FD_PROBATION)
+			bs_outcome_lived(cfg, o->fd, atomic_load(&s->key));
 		return errno = err, r;
 	}
-	if (!send_error(err))
-		return errno = err, r;
-	struct sockaddr_storage ss;
-	struct bs_dest d;
-	if (!bs_sock_is_stream(o->fd)) {
-		/* a datagram's error is the program's alone: returned as is,
-		 * never waited on, never recorded for the destination */
-		bs_fd_clear(bs_fds(), o->fd);
-	} else if (bs_io_same_peer(o->fd, (d = dest_of(o->fd, s, &ss)).key)) {
-		if (d.addr)
-			cfg = bs_cfg_for(cfg, d.addr, d.len);
-		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);
-		bs_fd_clear(bs_fds(), o->fd);
-	}
+	if (send_error(err))
+		bs_outcome_send_error(cfg, o->fd, err);
 	return errno = err, r;
 }
 

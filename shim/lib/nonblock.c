@@ -19,12 +19,9 @@
 #include "sock.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-static int last_err_of(uint64_t key)
+int bs_nb_last_err(uint64_t key)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
 	int err = e ? (int)atomic_load(&e->last_err) : 0;
@@ -59,13 +56,10 @@ static struct bs_budget wait_budget(const struct bs_config *cfg, uint64_t now)
 	return b;
 }
 
-int bs_nb_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
-		  socklen_t len, uint64_t key, uint64_t t0)
+int bs_nb_wait_due(const struct bs_config *cfg, uint64_t key, uint64_t now)
 {
-	if (cfg->nonblocking != BS_NB_OFF)
-		bs_fd_track(bs_fds(), fd, BS_FD_CONNECTING, key, t0, t0, addr, len);
-	errno = EINPROGRESS;
-	return -1;
+	struct bs_budget b = wait_budget(cfg, now);
+	return wait_due(key, &b) == BS_STOP_NONE ? 0 : bs_nb_last_err(key);
 }
 
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
@@ -81,12 +75,12 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 		uint64_t s = e ? atomic_load(&e->state) : 0;
 		if (bs_state_may_attempt(s) || now >= bs_state_next_at(s))
 			goto go; /* due: this attempt may go out */
-		errno = last_err_of(key); /* inside the window: no packet sent */
+		errno = bs_nb_last_err(key); /* inside the window: no packet sent */
 		return -1;
 	}
-	struct bs_budget b = wait_budget(cfg, now);
-	if (wait_due(key, &b) != BS_STOP_NONE) {
-		errno = last_err_of(key);
+	int err = bs_nb_wait_due(cfg, key, now);
+	if (err) {
+		errno = err;
 		return -1;
 	}
 go:
@@ -103,7 +97,7 @@ go:
 		errno = err;
 		return r;
 	}
-	return bs_nb_started(cfg, fd, addr, len, key, now);
+	return bs_outcome_started(cfg, fd, addr, len, key, now);
 }
 
 /* Reconnect fd and wait for the handshake, at most until `end`. Returns 0
@@ -125,13 +119,10 @@ static int reconnect(int fd, const struct sockaddr *addr, socklen_t len, uint64_
 		struct pollfd p = {fd, POLLOUT, 0};
 		uint64_t ms = (end - now) / BS_NS_PER_MS + 1;
 		if (bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms) > 0) {
-			int err = 0;
-			socklen_t l = sizeof err;
 			if (p.revents & POLLNVAL)
 				return EBADF;
-			if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &err, &l))
-				return errno;
-			return err;
+			int err = bs_sock_take_error(fd);
+			return err < 0 ? -err : err;
 		}
 	}
 	bs_sock_abort(fd);
@@ -183,7 +174,7 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		;
 	if (err == 0)
 		return 0;
-	bs_fd_clear(bs_fds(), fd);
+	bs_outcome_forget(fd);
 	int saved = errno;
 	bs_dest_give_up(d, &b, err);
 	errno = saved;
@@ -196,22 +187,18 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 	if (!sl || atomic_load(&sl->state) != BS_FD_CONNECTING)
 		return err;
 	struct sockaddr_storage ss;
-	struct bs_dest d = {0, (const struct sockaddr *)&ss, 0};
-	if (!bs_fd_read_dest(bs_fds(), fd, &d.key, &ss, &d.len))
-		d.key = atomic_load(&sl->key), d.len = 0; /* the key alone */
+	struct bs_dest d = bs_fd_dest(fd, &ss);
 	uint64_t t0 = atomic_load(&sl->since), start = atomic_load(&sl->call_start);
-	if (!d.len)
-		d.addr = NULL;
-	else
+	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	if (cfg->policy.kind == BS_POLICY_RESPONSIVE) {
 		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
 		if (e && d.addr && (err == 0 || bs_config_retries(cfg, err)))
 			bs_responsive_outcome(cfg, e, d.addr, d.len, err);
 		if (err == 0)
-			bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, t0);
+			bs_outcome_paced_connected(fd, t0);
 		else
-			bs_fd_clear(bs_fds(), fd);
+			bs_outcome_forget(fd);
 		return err;
 	}
 	if (err == 0) {
@@ -219,52 +206,14 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		return 0;
 	}
 	if (!bs_config_retries(cfg, err)) {
-		bs_fd_clear(bs_fds(), fd);
+		bs_outcome_forget(fd);
 		return err;
 	}
 	int fallback = bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_FALLBACK);
 	bs_dest_failed_later(cfg, &d, t0, err, fallback);
 	if (cfg->nonblocking != BS_NB_RETRY || !d.addr || fallback) {
-		bs_fd_clear(bs_fds(), fd);
+		bs_outcome_forget(fd);
 		return err;
 	}
 	return nb_retry(cfg, fd, &d, start, err);
-}
-
-ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
-		    const struct sockaddr *addr, socklen_t len)
-{
-	int saved = errno;
-	uint64_t key = bs_addr_key(addr, len), now = bs_now();
-	cfg = bs_cfg_for(cfg, addr, len);
-	if (cfg->policy.kind == BS_POLICY_OFF)
-		return bs_real_sendto(fd, buf, n, flags, addr, len);
-	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
-	if (e && !bs_state_may_attempt(atomic_load(&e->state))) {
-		long fl = syscall(SYS_fcntl, fd, F_GETFL);
-		int nb = fl >= 0 && (fl & O_NONBLOCK);
-		int due = now >= bs_state_next_at(atomic_load(&e->state));
-		struct bs_budget b = wait_budget(cfg, now);
-		if ((nb && cfg->nonblocking == BS_NB_PACE && !due) ||
-		    (!(nb && cfg->nonblocking == BS_NB_OFF) &&
-		     wait_due(key, &b) != BS_STOP_NONE)) {
-			errno = last_err_of(key);
-			return -1;
-		}
-	}
-	now = bs_now();
-	errno = saved;
-	ssize_t r = bs_real_sendto(fd, buf, n, flags, addr, len);
-	int err = errno;
-	if (key) {
-		struct bs_dest d = {key, addr, len};
-		if (r >= 0)
-			bs_dest_connected(cfg, &d, fd, now);
-		else if (err == EINPROGRESS)
-			bs_nb_started(cfg, fd, addr, len, key, now);
-		else if (bs_config_retries(cfg, err))
-			bs_dest_failed_later(cfg, &d, now, err, 0);
-	}
-	errno = err;
-	return r;
 }

@@ -132,6 +132,109 @@ void bs_dest_healthy(uint64_t key)
 		bs_publish(e);
 }
 
+/* ---- events on a tracked fd ---- */
+
+int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		       socklen_t len, uint64_t key, uint64_t t0)
+{
+	if (cfg->nonblocking != BS_NB_OFF)
+		bs_fd_track(bs_fds(), fd, BS_FD_CONNECTING, key, t0, t0, addr, len);
+	errno = EINPROGRESS;
+	return -1;
+}
+
+void bs_outcome_paced_connected(int fd, uint64_t t0)
+{
+	bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, t0);
+}
+
+void bs_outcome_forget(int fd)
+{
+	bs_fd_clear(bs_fds(), fd);
+}
+
+struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss)
+{
+	struct bs_dest d = {0, (const struct sockaddr *)ss, 0};
+	if (!bs_fd_read_dest(bs_fds(), fd, &d.key, ss, &d.len))
+		d.key = atomic_load(&bs_fd_slot(bs_fds(), fd)->key), d.len = 0;
+	if (!d.len)
+		d.addr = NULL;
+	return d;
+}
+
+/* The one healthy_after test: has fd's connection lived that long? */
+static int lived(const struct bs_config *cfg, int fd)
+{
+	return bs_now() - atomic_load(&bs_fd_slot(bs_fds(), fd)->since) >= cfg->healthy_after;
+}
+
+/* The one "proved healthy" transition: the destination, then the fd. */
+static void proved_healthy(int fd, uint64_t key)
+{
+	bs_dest_healthy(key);
+	bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
+}
+
+int bs_outcome_lived(const struct bs_config *cfg, int fd, uint64_t key)
+{
+	if (!lived(cfg, fd))
+		return 0;
+	proved_healthy(fd, key); /* healthy, whatever ends it now */
+	return 1;
+}
+
+void bs_outcome_first_byte(const struct bs_config *cfg, int fd, const struct bs_dest *d)
+{
+	if (bs_outcome_lived(cfg, fd, d->key))
+		return;
+	if (!bs_sock_peer_is(fd, d->key))
+		bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
+	else
+		proved_healthy(fd, d->key);
+}
+
+void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct bs_dest *d,
+			     int err)
+{
+	if (bs_outcome_lived(cfg, fd, d->key))
+		return;
+	if (!bs_sock_peer_is(fd, d->key)) {
+		bs_fd_clear(bs_fds(), fd); /* the number was reused behind us */
+	} else if (err == 0 && bs_sock_peer_took_all(fd)) {
+		proved_healthy(fd, d->key); /* an upload the peer took in full */
+	} else {
+		/* closed or reset before a single byte: a failed attempt */
+		bs_dest_failed_later(cfg, d, atomic_load(&bs_fd_slot(bs_fds(), fd)->call_start),
+				     err ? err : ECONNRESET, 0);
+		bs_fd_clear(bs_fds(), fd);
+	}
+}
+
+void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
+{
+	struct sockaddr_storage ss;
+	struct bs_dest d;
+	if (!bs_sock_is_stream(fd)) {
+		/* a datagram's error is the program's alone: returned as is,
+		 * never waited on, never recorded for the destination */
+		bs_fd_clear(bs_fds(), fd);
+	} else if (bs_sock_peer_is(fd, (d = bs_fd_dest(fd, &ss)).key)) {
+		if (d.addr)
+			cfg = bs_cfg_for(cfg, d.addr, d.len);
+		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);
+		bs_fd_clear(bs_fds(), fd);
+	}
+}
+
+void bs_outcome_closed(int fd)
+{
+	const struct bs_config *cfg = bs_active();
+	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_PROBATION && lived(cfg, fd))
+		proved_healthy(fd, atomic_load(&bs_fd_slot(bs_fds(), fd)->key));
+	bs_fd_clear(bs_fds(), fd);
+}
+
 void bs_owe(int fd, const struct bs_sock_ident *id, int err)
 {
 	bs_fd_set_ident(bs_fds(), fd, id->dev, id->ino);
@@ -140,11 +243,8 @@ void bs_owe(int fd, const struct bs_sock_ident *id, int err)
 
 int bs_owed_take(int fd)
 {
-	int saved = errno;
 	struct bs_sock_ident id;
-	int same = bs_sock_ident(fd, &id) && bs_fd_ident_matches(bs_fds(), fd, id.dev, id.ino);
-	errno = saved;
-	if (!same) {
+	if (!bs_sock_ident(fd, &id) || !bs_fd_ident_matches(bs_fds(), fd, id.dev, id.ino)) {
 		bs_fd_clear(bs_fds(), fd); /* closed behind our back, number reused */
 		return 0;
 	}

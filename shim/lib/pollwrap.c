@@ -13,8 +13,6 @@
 #include "sock.h"
 
 #include <errno.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 static int fix(struct pollfd *fds, nfds_t n, int r)
 {
@@ -39,11 +37,9 @@ static int fix(struct pollfd *fds, nfds_t n, int r)
 			    BS_NB_RETRY ||
 		    bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
 			continue;
-		int err = 0;
-		socklen_t l = sizeof err;
+		int err;
 		struct bs_sock_ident id;
-		if (!bs_sock_ident(p->fd, &id) ||
-		    syscall(SYS_getsockopt, p->fd, SOL_SOCKET, SO_ERROR, &err, &l) || !err)
+		if (!bs_sock_ident(p->fd, &id) || (err = bs_sock_take_error(p->fd)) <= 0)
 			continue;
 		int res = bs_nb_outcome(cfg, p->fd, err);
 		if (res == 0)

@@ -125,7 +125,7 @@ static int started(const struct bs_config *cfg, struct bs_entry *e, int fd,
 		   const struct bs_dest *d, uint64_t t0, int r, int saved)
 {
 	if (r != 0)
-		return bs_nb_started(cfg, fd, d->addr, d->len, d->key, t0);
+		return bs_outcome_started(cfg, fd, d->addr, d->len, d->key, t0);
 	bs_responsive_outcome(cfg, e, d->addr, d->len, 0);
 	bs_dest_connected(cfg, d, fd, t0);
 	errno = saved;

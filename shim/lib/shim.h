@@ -83,6 +83,45 @@ void bs_owe(int fd, const struct bs_sock_ident *id, int err);
 int bs_owed_take(int fd);
 /* The first byte arrived, or the connection lived healthy_after. */
 void bs_dest_healthy(uint64_t key);
+
+/* Events the wrappers report on a tracked fd; outcome.c decides what
+ * follows (the table, the fd's state, the resolution records, the log).
+ * The healthy_after test and the "proved healthy" transition (destination
+ * healthy, fd BS_FD_HEALTHY) live there, each written once.
+ *  started:      a connect is in flight (EINPROGRESS at t0): track fd
+ *                (unless nonblocking = off); returns -1 with errno
+ *                EINPROGRESS, as connect() does;
+ *  (connected, failed: bs_dest_connected, bs_dest_failed(_later) above);
+ *  lived:        fd on probation is in use: if it lived healthy_after it is
+ *                healthy, whatever ends it now (returns 1 then);
+ *  first_byte:   the peer sent a byte: healthy (if fd still names d);
+ *  closed_early: EOF (err 0) or a reset (err) before the first byte: a
+ *                failed attempt, unless it lived healthy_after or was an
+ *                upload the peer took in full;
+ *  send_error:   a send on a TCP socket failed with err (EPIPE...): a
+ *                failure, so the next reconnect is paced; a datagram's
+ *                error is the program's alone;
+ *  closed:       the program closes fd: healthy if it lived healthy_after
+ *                on probation (closed earlier proves nothing); forgotten.
+ * cfg: as the caller resolved it for the destination. */
+int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		       socklen_t len, uint64_t key, uint64_t t0);
+/* The responsive policy's connection on fd connected at t0: no probation
+ * (its pacing counts successes at connect), the fd is healthy at once. */
+void bs_outcome_paced_connected(int fd, uint64_t t0);
+/* Nothing more is to be learned from fd (its connect failed for good, was
+ * given up, or it is not a stream): untracked. */
+void bs_outcome_forget(int fd);
+int bs_outcome_lived(const struct bs_config *cfg, int fd, uint64_t key);
+void bs_outcome_first_byte(const struct bs_config *cfg, int fd, const struct bs_dest *d);
+void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct bs_dest *d,
+			     int err);
+void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err);
+void bs_outcome_closed(int fd);
+/* fd's destination, its address copied into *ss (key and address from one
+ * consistent read; failing that, the key alone, addr NULL). */
+struct sockaddr_storage;
+struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss);
 /* The one give-up line of every mode and policy, in the README's format
  * ("connect ADDR:PORT: giving up after N attempts in T (REASON): ERROR"),
  * from the call's budget (attempts, start, b->stop). Sets errno to err
@@ -92,11 +131,8 @@ int bs_dest_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
 
-/* nonblock.c: non-blocking sockets. bs_nb_started: the program's connect
- * returned EINPROGRESS at t0 (track it); bs_nb_connect: a connect to a
- * destination in backoff. Both return what connect() returns. */
-int bs_nb_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
-		  socklen_t len, uint64_t key, uint64_t t0);
+/* nonblock.c: non-blocking sockets. bs_nb_connect: a connect to a
+ * destination in backoff; returns what connect() returns. */
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		  socklen_t len, uint64_t key);
 /* The program learned err (0 = connected) for a tracked connecting fd.
@@ -110,11 +146,15 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
 			   const struct sockaddr *addr, socklen_t len, int err);
 
-/* sendto(MSG_FASTOPEN): a connect and a send in one call. */
+/* The destination's last error (ECONNREFUSED if none): what a connect
+ * inside its backoff window fails with. */
+int bs_nb_last_err(uint64_t key);
+/* Wait (max_elapsed from now at most) until key may be tried again: 0 when
+ * due, else the error to fail with (bs_nb_last_err). */
+int bs_nb_wait_due(const struct bs_config *cfg, uint64_t key, uint64_t now);
+
+/* fastopen.c: sendto(MSG_FASTOPEN), a connect and a send in one call. */
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
 		    const struct sockaddr *addr, socklen_t len);
-/* io.c: is this fd's destination the same socket the slot describes?
- * (Checked on the rare path only: an error, EOF, the first byte.) */
-int bs_io_same_peer(int fd, uint64_t key);
 
 #endif

@@ -1,5 +1,6 @@
 /* sock: socket-level mechanics of a retry. See sock.h for the kernel facts. */
 #include "sock.h"
+#include "addr.h"
 #include "budget.h"
 #include "clock.h"
 #include "real.h"
@@ -19,6 +20,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+static int ident(int fd, struct bs_sock_ident *id);
+
 /* Raw syscalls: the shim's own socket calls must never land in a wrapper. */
 static int sys_getsockopt(int fd, int lvl, int opt, void *v, socklen_t *l)
 {
@@ -27,19 +30,68 @@ static int sys_getsockopt(int fd, int lvl, int opt, void *v, socklen_t *l)
 
 int bs_sock_is_stream(int fd)
 {
-	int type = 0;
+	int saved = errno, type = 0;
 	socklen_t l = sizeof type;
-	return sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+	int r = sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+	errno = saved;
+	return r;
+}
+
+/* fcntl(F_GETFL): the flags, or -1 (errno-neutral). */
+static long get_fl(int fd)
+{
+	int saved = errno;
+	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	errno = saved;
+	return fl;
+}
+
+int bs_sock_is_nonblocking(int fd)
+{
+	long fl = get_fl(fd);
+	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 int bs_sock_is_blocking_stream(int fd)
 {
-	int type = 0;
-	socklen_t l = sizeof type;
-	if (sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) || type != SOCK_STREAM)
+	if (!bs_sock_is_stream(fd))
 		return 0;
-	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	long fl = get_fl(fd);
 	return fl >= 0 && !(fl & O_NONBLOCK);
+}
+
+int bs_sock_take_error(int fd)
+{
+	int saved = errno, e = 0;
+	socklen_t l = sizeof e;
+	if (sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l))
+		e = -errno;
+	errno = saved;
+	return e;
+}
+
+int bs_sock_has_peer(int fd)
+{
+	int saved = errno;
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof ss;
+	int r = syscall(SYS_getpeername, fd, &ss, &l) == 0;
+	errno = saved;
+	return r;
+}
+
+int bs_sock_peer_is(int fd, uint64_t key)
+{
+	int saved = errno, r;
+	struct sockaddr_storage ss;
+	socklen_t l = sizeof ss;
+	if (syscall(SYS_getpeername, fd, &ss, &l) == 0)
+		r = bs_addr_key((struct sockaddr *)&ss, l) == key;
+	else /* a reset socket has no peer any more (ENOTCONN); a file or
+	      * pipe that took the number over says ENOTSOCK */
+		r = errno == ENOTCONN;
+	errno = saved;
+	return r;
 }
 
 int bs_sock_sndtimeo(int fd, struct timeval *tv)
@@ -67,17 +119,13 @@ void bs_sock_abort(int fd)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_family = AF_UNSPEC;
 	syscall(SYS_connect, fd, &sa, sizeof sa);
-	int e;
-	socklen_t l = sizeof e;
-	sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
+	bs_sock_take_error(fd);
 }
 
 /* Is fd connected (a peer to name)? */
 static int handshake_done(int fd)
 {
-	struct sockaddr_storage ss;
-	socklen_t l = sizeof ss;
-	return syscall(SYS_getpeername, fd, &ss, &l) == 0;
+	return bs_sock_has_peer(fd);
 }
 
 /* Start a connect without blocking while leaving the socket as the program
@@ -143,9 +191,9 @@ static enum bs_attempt await_handshake(int fd, const struct bs_sock_ident *id,
 			continue;
 		}
 		if (w > 0) {
-			int e = 0;
-			socklen_t l = sizeof e;
-			sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
+			int e = bs_sock_take_error(fd);
+			if (e < 0)
+				e = 0; /* as before: a failed read counts as no error */
 			if (e == 0 && handshake_done(fd))
 				return BS_ATT_OK;
 			if (e == 0 && bs_now() < deadline)
@@ -191,7 +239,7 @@ enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t l
 				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
 {
 	struct bs_sock_ident id;
-	if (!bs_sock_ident(fd, &id)) {
+	if (!ident(fd, &id)) {
 		*err = errno;
 		return BS_ATT_FAIL;
 	}
@@ -232,7 +280,8 @@ int bs_sock_peer_took_all(int fd)
 	return ti.tcpi_bytes_acked > 1 && unsent == 0 && !error_pending(fd);
 }
 
-int bs_sock_ident(int fd, struct bs_sock_ident *id)
+/* bs_sock_ident, leaving fstat's errno on failure. */
+static int ident(int fd, struct bs_sock_ident *id)
 {
 	struct stat st;
 	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISSOCK(st.st_mode))
@@ -240,6 +289,13 @@ int bs_sock_ident(int fd, struct bs_sock_ident *id)
 	id->dev = (uint64_t)st.st_dev;
 	id->ino = (uint64_t)st.st_ino;
 	return 1;
+}
+
+int bs_sock_ident(int fd, struct bs_sock_ident *id)
+{
+	int saved = errno, r = ident(fd, id);
+	errno = saved;
+	return r;
 }
 
 uint32_t bs_gettid(void)

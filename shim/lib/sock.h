@@ -31,8 +31,23 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+/* The queries below are the only ones the shim makes of a socket. Each
+ * leaves errno as it found it and returns its answer. */
+
 /* 1 if fd is a SOCK_STREAM socket. */
 int bs_sock_is_stream(int fd);
+/* 1 if fd has O_NONBLOCK set (0 if it has not, or is no fd). */
+int bs_sock_is_nonblocking(int fd);
+/* getsockopt(SO_ERROR): the pending error, which the kernel clears by this
+ * very read (so call it exactly where the error is to be taken); 0 if none;
+ * -errno if the query itself failed. */
+int bs_sock_take_error(int fd);
+/* 1 if fd has a peer (getpeername succeeds): connected. */
+int bs_sock_has_peer(int fd);
+/* Is fd still connected to the destination `key` (addr.h)? Also 1 for a
+ * socket that lost its peer (reset: ENOTCONN); 0 for another peer, or for a
+ * number that now names a file or pipe (ENOTSOCK). */
+int bs_sock_peer_is(int fd, uint64_t key);
 /* 1 if fd is a blocking SOCK_STREAM socket. */
 int bs_sock_is_blocking_stream(int fd);
 
@@ -71,7 +86,7 @@ int bs_sock_peer_took_all(int fd);
  * and reopens fds past the wrappers (fclose, open, dup, socketpair...). */
 struct bs_sock_ident {
 	uint64_t dev, ino;
-};
+}; /* (errno-neutral) */
 int bs_sock_ident(int fd, struct bs_sock_ident *id);
 
 uint32_t bs_gettid(void);

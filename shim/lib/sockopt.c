@@ -2,10 +2,9 @@
  * learn the outcome of a non-blocking connect. */
 #include "real.h"
 #include "shim.h"
+#include "sock.h"
 
 #include <errno.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
@@ -23,16 +22,11 @@ static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	const struct bs_config *cfg = bs_active();
 	if (!cfg)
 		return r;
-	int saved = errno, err = *(int *)val;
-	if (err == 0) {
-		/* 0 means connected, or still connecting: only a peer tells. */
-		struct sockaddr_storage ss;
-		socklen_t l = sizeof ss;
-		if (syscall(SYS_getpeername, fd, &ss, &l) != 0) {
-			errno = saved;
-			return r;
-		}
-	}
+	int err = *(int *)val;
+	/* 0 means connected, or still connecting: only a peer tells. */
+	if (err == 0 && !bs_sock_has_peer(fd))
+		return r;
+	int saved = errno;
 	*(int *)val = bs_nb_outcome(cfg, fd, err);
 	errno = saved;
 	return r;

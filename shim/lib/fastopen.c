@@ -1,0 +1,51 @@
+/* sendto(MSG_FASTOPEN): a connect and a send in one call (TCP Fast Open).
+ * Paced as a connect() to the destination would be, by the socket's mode:
+ * a blocking socket (or retry mode) waits until the destination is due,
+ * pace mode fails at once inside the backoff window, off sends at once. */
+#include "addr.h"
+#include "clock.h"
+#include "policy.h"
+#include "real.h"
+#include "shim.h"
+#include "sock.h"
+
+#include <errno.h>
+
+ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
+		    const struct sockaddr *addr, socklen_t len)
+{
+	int saved = errno;
+	uint64_t key = bs_addr_key(addr, len), now = bs_now();
+	cfg = bs_cfg_for(cfg, addr, len);
+	if (cfg->policy.kind == BS_POLICY_OFF)
+		return bs_real_sendto(fd, buf, n, flags, addr, len);
+	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
+	if (e && !bs_state_may_attempt(atomic_load(&e->state))) {
+		int nb = bs_sock_is_nonblocking(fd);
+		int due = now >= bs_state_next_at(atomic_load(&e->state));
+		int err = 0;
+		if (nb && cfg->nonblocking == BS_NB_PACE && !due)
+			err = bs_nb_last_err(key);
+		else if (!(nb && cfg->nonblocking == BS_NB_OFF))
+			err = bs_nb_wait_due(cfg, key, now);
+		if (err) {
+			errno = err;
+			return -1;
+		}
+	}
+	now = bs_now();
+	errno = saved;
+	ssize_t r = bs_real_sendto(fd, buf, n, flags, addr, len);
+	int err = errno;
+	if (key) {
+		struct bs_dest d = {key, addr, len};
+		if (r >= 0)
+			bs_dest_connected(cfg, &d, fd, now);
+		else if (err == EINPROGRESS)
+			bs_outcome_started(cfg, fd, addr, len, key, now);
+		else if (bs_config_retries(cfg, err))
+			bs_dest_failed_later(cfg, &d, now, err, 0);
+	}
+	errno = err;
+	return r;
+}
