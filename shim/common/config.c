@@ -239,7 +239,7 @@ static char *reader(char *str, int num, void *stream)
 				size_t n = (size_t)(close - b);
 				memcpy(spec, s + 6, n);
 				spec[n] = '\0';
-				x->dest = bs_dest_begin(x->c, spec, x->origin, x->line, x->report,
+				x->dest = bs_rule_begin(x->c, spec, x->origin, x->line, x->report,
 							x->rctx);
 			}
 		}
@@ -258,7 +258,7 @@ static int handler(void *user, const char *section, const char *name,
 	const char *why;
 	x->have_key = 1;
 	if (!strncasecmp(section, "dest ", 5)) {
-		bs_dest_key(x->c, x->dest, name, value, x->origin, x->line, x->report, x->rctx);
+		bs_rule_key(x->c, x->dest, name, value, x->origin, x->line, x->report, x->rctx);
 		return 1;
 	}
 	if (bs_config_set(x->c, section, name, value, &why))
@@ -321,7 +321,7 @@ void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
 	bs_config_load_env(c, get, report, ctx);
 	const char *dr = get(ctx, "BACKOFFSHIM_DEST_RULES");
 	if (dr && *dr)
-		bs_dest_env(c, dr, report, ctx);
+		bs_rule_env(c, dr, report, ctx);
 	bs_config_finish(c);
 }
 

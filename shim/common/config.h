@@ -43,7 +43,7 @@ typedef void (*bs_config_report_fn)(void *ctx, const char *origin, unsigned line
 				     const char *key, const char *value,
 				     const char *why);
 
-/* Per-destination sections (config_dest.c). Each rule keeps the keys it
+/* Per-destination sections (config_rules.c). Each rule keeps the keys it
  * set; bs_config_finish() gives it the global settings for the others. */
 #define BS_RULES_MAX 32
 #define BS_RULE_KEYS 12
@@ -68,13 +68,13 @@ struct bs_rules {
 
 /* Start a rule for "[dest SPEC]" at origin:line. Returns its index, or -1
  * (reported: bad SPEC, a duplicate of an earlier section, too many). */
-int bs_dest_begin(struct bs_config *c, const char *spec, const char *origin, unsigned line,
+int bs_rule_begin(struct bs_config *c, const char *spec, const char *origin, unsigned line,
 		  bs_config_report_fn report, void *ctx);
 /* A key inside rule i; checked now, applied by bs_config_finish. */
-void bs_dest_key(struct bs_config *c, int i, const char *key, const char *value,
+void bs_rule_key(struct bs_config *c, int i, const char *key, const char *value,
 		 const char *origin, unsigned line, bs_config_report_fn report, void *ctx);
 /* BACKOFFSHIM_DEST_RULES: "SPEC=key:value,key:value;SPEC=..." */
-void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn report,
+void bs_rule_env(struct bs_config *c, const char *text, bs_config_report_fn report,
 		 void *ctx);
 /* Give every rule the final global settings plus its own keys. */
 void bs_config_finish(struct bs_config *c);

@@ -44,7 +44,7 @@ static uint64_t min64(uint64_t a, uint64_t b)
 static int give_up(const struct call *c)
 {
 	struct bs_dest d = {c->key, c->addr, c->len};
-	return bs_dest_give_up(&d, &c->b, c->last_err);
+	return bs_outcome_give_up(&d, &c->b, c->last_err);
 }
 
 static int give_up_for(struct call *c, enum bs_stop why)
@@ -65,13 +65,13 @@ static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 		bs_budget_policy_done(&c->b);
 	struct bs_dest d = {c->key, c->addr, c->len};
 	c->last_err = err;
-	bs_dest_failed(c->e, &d, seen, t0, delay, err, quiet);
+	bs_outcome_failed(c->e, &d, seen, t0, delay, err, quiet);
 }
 
 static void connected(struct call *c, uint64_t t0)
 {
 	struct bs_dest d = {c->key, c->addr, c->len};
-	bs_dest_connected(c->cfg, &d, c->fd, t0);
+	bs_outcome_connected(c->cfg, &d, c->fd, t0);
 }
 
 /* Sleep on the entry until `until`, unless its state moves first. Returns
@@ -242,7 +242,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		int r = bs_real_connect(fd, addr, len);
 		if (r == 0) {
 			struct bs_dest d = {key, addr, len};
-			bs_dest_connected(cfg, &d, fd, t0);
+			bs_outcome_connected(cfg, &d, fd, t0);
 			errno = saved;
 			return 0;
 		}
@@ -254,7 +254,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		if (!bs_sock_is_blocking_stream(fd)) {
 			struct bs_dest d = {key, addr, len};
 			if (bs_sock_is_stream(fd)) /* a datagram's error is its own */
-				bs_dest_failed_later(cfg, &d, t0, err, 0);
+				bs_outcome_failed_later(cfg, &d, t0, err, 0);
 			errno = err;
 			return -1;
 		}

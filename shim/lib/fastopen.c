@@ -40,11 +40,11 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 	if (key) {
 		struct bs_dest d = {key, addr, len};
 		if (r >= 0)
-			bs_dest_connected(cfg, &d, fd, now);
+			bs_outcome_connected(cfg, &d, fd, now);
 		else if (err == EINPROGRESS)
 			bs_outcome_started(cfg, fd, addr, len, key, now);
 		else if (bs_config_retries(cfg, err))
-			bs_dest_failed_later(cfg, &d, now, err, 0);
+			bs_outcome_failed_later(cfg, &d, now, err, 0);
 	}
 	errno = err;
 	return r;

@@ -91,9 +91,9 @@ go:
 		int err = errno;
 		struct bs_dest d = {key, addr, len};
 		if (r == 0)
-			bs_dest_connected(cfg, &d, fd, now);
+			bs_outcome_connected(cfg, &d, fd, now);
 		else if (bs_config_retries(cfg, err))
-			bs_dest_failed_later(cfg, &d, now, err, 0);
+			bs_outcome_failed_later(cfg, &d, now, err, 0);
 		errno = err;
 		return r;
 	}
@@ -144,20 +144,20 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	uint64_t a0 = bs_now(), s = atomic_load(&e->state);
 	uint64_t delay = bs_next_wait(cfg, e, s);
 	if (delay == BS_STOP) {
-		bs_dest_failed(e, d, s, a0, delay, *err, 1);
+		bs_outcome_failed(e, d, s, a0, delay, *err, 1);
 		return bs_budget_stop(b, BS_STOP_POLICY), 0;
 	}
 	uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
 	uint64_t end = bs_budget_end(b);
 	*err = reconnect(fd, d->addr, d->len, lim < end ? lim : end);
 	if (*err == 0) {
-		bs_dest_connected(cfg, d, fd, a0);
+		bs_outcome_connected(cfg, d, fd, a0);
 		return 0;
 	}
 	bs_budget_count(b, 1);
 	if (!bs_config_retries(cfg, *err))
 		return bs_budget_stop(b, BS_STOP_NOT_RETRYABLE), 0;
-	bs_dest_failed(e, d, s, a0, delay, *err, 0);
+	bs_outcome_failed(e, d, s, a0, delay, *err, 0);
 	return 1;
 }
 
@@ -176,7 +176,7 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		return 0;
 	bs_outcome_forget(fd);
 	int saved = errno;
-	bs_dest_give_up(d, &b, err);
+	bs_outcome_give_up(d, &b, err);
 	errno = saved;
 	return err;
 }
@@ -202,7 +202,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		return err;
 	}
 	if (err == 0) {
-		bs_dest_connected(cfg, &d, fd, t0);
+		bs_outcome_connected(cfg, &d, fd, t0);
 		return 0;
 	}
 	if (!bs_config_retries(cfg, err)) {
@@ -210,7 +210,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		return err;
 	}
 	int fallback = bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_FALLBACK);
-	bs_dest_failed_later(cfg, &d, t0, err, fallback);
+	bs_outcome_failed_later(cfg, &d, t0, err, fallback);
 	if (cfg->nonblocking != BS_NB_RETRY || !d.addr || fallback) {
 		bs_outcome_forget(fd);
 		return err;

@@ -24,7 +24,7 @@ static void line_dest(struct bs_line *l, const struct bs_dest *d)
 	bs_line_str(l, ": ");
 }
 
-int bs_dest_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
+int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
 {
 	err = err ? err : ECONNREFUSED;
 	if (bs_log_enabled(BS_LOG_ERROR)) {
@@ -58,7 +58,7 @@ uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t 
 			      bs_policy_unit(bs_random()));
 }
 
-int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 		   uint64_t t0, uint64_t delay, int err, int quiet)
 {
 	uint32_t f = bs_state_failures(seen) + 1;
@@ -86,7 +86,7 @@ int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 	return 1;
 }
 
-void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+void bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 			  uint64_t t0, int err, int quiet)
 {
 	uint64_t now = bs_now();
@@ -94,10 +94,10 @@ void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 	if (!e)
 		return;
 	uint64_t s = atomic_load(&e->state);
-	bs_dest_failed(e, d, s, t0, bs_next_wait(cfg, e, s), err, quiet);
+	bs_outcome_failed(e, d, s, t0, bs_next_wait(cfg, e, s), err, quiet);
 }
 
-void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
+void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
 		       uint64_t t0)
 {
 	(void)cfg;
@@ -125,7 +125,7 @@ void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int
 	}
 }
 
-void bs_dest_healthy(uint64_t key)
+void bs_outcome_healthy(uint64_t key)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
 	if (e && atomic_load(&e->state) != 0 && bs_entry_ok(e))
@@ -172,7 +172,7 @@ static int lived(const struct bs_config *cfg, int fd)
 /* The one "proved healthy" transition: the destination, then the fd. */
 static void proved_healthy(int fd, uint64_t key)
 {
-	bs_dest_healthy(key);
+	bs_outcome_healthy(key);
 	bs_fd_set(bs_fds(), fd, BS_FD_HEALTHY, bs_now());
 }
 
@@ -205,7 +205,7 @@ void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct b
 		proved_healthy(fd, d->key); /* an upload the peer took in full */
 	} else {
 		/* closed or reset before a single byte: a failed attempt */
-		bs_dest_failed_later(cfg, d, atomic_load(&bs_fd_slot(bs_fds(), fd)->call_start),
+		bs_outcome_failed_later(cfg, d, atomic_load(&bs_fd_slot(bs_fds(), fd)->call_start),
 				     err ? err : ECONNRESET, 0);
 		bs_fd_clear(bs_fds(), fd);
 	}
@@ -222,7 +222,7 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 	} else if (bs_sock_peer_is(fd, (d = bs_fd_dest(fd, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
-		bs_dest_failed_later(cfg, &d, bs_now(), err, 0);
+		bs_outcome_failed_later(cfg, &d, bs_now(), err, 0);
 		bs_fd_clear(bs_fds(), fd);
 	}
 }

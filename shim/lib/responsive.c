@@ -117,7 +117,7 @@ static int give_up(struct bs_entry *e, const struct bs_dest *d, const struct bs_
 	int last = err ? err : (int)atomic_load(&e->last_err);
 	if (b->stop != BS_STOP_SIGNAL && b->stop != BS_STOP_MAX_ATTEMPTS)
 		log_stats(e, d->addr, d->len, "giving up (budget spent)", last);
-	return bs_dest_give_up(d, b, last);
+	return bs_outcome_give_up(d, b, last);
 }
 
 /* An attempt connected (r == 0) or is in flight (EINPROGRESS). */
@@ -127,7 +127,7 @@ static int started(const struct bs_config *cfg, struct bs_entry *e, int fd,
 	if (r != 0)
 		return bs_outcome_started(cfg, fd, d->addr, d->len, d->key, t0);
 	bs_responsive_outcome(cfg, e, d->addr, d->len, 0);
-	bs_dest_connected(cfg, d, fd, t0);
+	bs_outcome_connected(cfg, d, fd, t0);
 	errno = saved;
 	return 0;
 }

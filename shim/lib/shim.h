@@ -65,13 +65,13 @@ uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t 
 /* A failed attempt that started at t0 on state `seen`, to be followed by a
  * wait of `delay` (counted from t0). Logs the wait unless quiet. Returns 1
  * if this call moved the state (then it also published it). */
-int bs_dest_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 		   uint64_t t0, uint64_t delay, int err, int quiet);
 /* Failure learned after the fact (EOF before the first byte, send error). */
-void bs_dest_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+void bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 			  uint64_t t0, int err, int quiet);
 /* An attempt on fd connected (probation until the first byte). */
-void bs_dest_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
+void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
 		       uint64_t t0);
 /* The shim read fd's connect error away (poll): owe `err` to the program's
  * next look at that socket, identified by `id` (sock.h). */
@@ -82,7 +82,7 @@ void bs_owe(int fd, const struct bs_sock_ident *id, int err);
  * stale slot is forgotten and the caller passes the call through). */
 int bs_owed_take(int fd);
 /* The first byte arrived, or the connection lived healthy_after. */
-void bs_dest_healthy(uint64_t key);
+void bs_outcome_healthy(uint64_t key);
 
 /* Events the wrappers report on a tracked fd; outcome.c decides what
  * follows (the table, the fd's state, the resolution records, the log).
@@ -91,7 +91,7 @@ void bs_dest_healthy(uint64_t key);
  *  started:      a connect is in flight (EINPROGRESS at t0): track fd
  *                (unless nonblocking = off); returns -1 with errno
  *                EINPROGRESS, as connect() does;
- *  (connected, failed: bs_dest_connected, bs_dest_failed(_later) above);
+ *  (connected, failed: bs_outcome_connected, bs_outcome_failed(_later) above);
  *  lived:        fd on probation is in use: if it lived healthy_after it is
  *                healthy, whatever ends it now (returns 1 then);
  *  first_byte:   the peer sent a byte: healthy (if fd still names d);
@@ -127,7 +127,7 @@ struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss);
  * from the call's budget (attempts, start, b->stop). Sets errno to err
  * (ECONNREFUSED if 0) and returns -1. */
 struct bs_budget;
-int bs_dest_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
+int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
 

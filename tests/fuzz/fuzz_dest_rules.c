@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: BACKOFFSHIM_DEST_RULES through bs_dest_env (config_dest.c),
+ * libFuzzer target: BACKOFFSHIM_DEST_RULES through bs_rule_env (config_rules.c),
  * on top of an INI file. The input is "RULES" or "RULES\0INI": the INI part,
  * if any, is parsed first, so the environment can add to the file's
  * sections. Checks the config and rule invariants (fuzz.h), that every
@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* every report from the variable is about the variable, with no line */
 	struct fz_reports rep = {VAR, 0, 0};
-	bs_dest_env(&c, text, fz_report, &rep);
+	bs_rule_env(&c, text, fz_report, &rep);
 	fz_check_rules(&c, 0);
 	FZ_CHECK(rules.n >= nfile, "rules were dropped");
 	for (unsigned i = nfile; i < rules.n; i++)

@@ -218,7 +218,7 @@ static void test_config_lines_are_clean(void **state)
 				  "[dest unix:/a\x1b[2Kb]\npolicy = off\n";
 	reported = 0;
 	bs_config_parse_ini(&c, "dir\n/x.ini", ini, sizeof ini - 1, describe_clean, NULL);
-	bs_dest_env(&c, "unix:/n\nl=policy:off;unix:/n\nl=policy:off", describe_clean, NULL);
+	bs_rule_env(&c, "unix:/n\nl=policy:off;unix:/n\nl=policy:off", describe_clean, NULL);
 	assert_int_equal(reported, 2);
 }
 

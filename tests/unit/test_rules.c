@@ -1,4 +1,4 @@
-/* Unit tests for rules (destination specs, specificity) and config_dest
+/* Unit tests for rules (destination specs, specificity) and config_rules
  * ([dest ...] sections, BACKOFFSHIM_DEST_RULES, the ambiguous-match error). */
 #include "unit.h"
 
@@ -180,7 +180,7 @@ static void test_env_rules(void **state)
 	c.rules = &rules;
 	rules.n = 0;
 	nreports = 0;
-	bs_dest_env(&c, "127.0.0.1:6379=policy:list,delays:0,20ms,max_attempts:3;*:53=policy:off;"
+	bs_rule_env(&c, "127.0.0.1:6379=policy:list,delays:0,20ms,max_attempts:3;*:53=policy:off;"
 			"bad spec=x:y;*:1=colour:red", report, NULL);
 	bs_config_finish(&c);
 	assert_int_equal(nreports, 2);

@@ -1,5 +1,5 @@
 /*
- * io: the read side (read, readv, recv, recvfrom, recvmsg and their
+ * read_send: the read side (read, readv, recv, recvfrom, recvmsg and their
  * _FORTIFY_SOURCE variants) and the send side (write, writev, send, sendto,
  * sendmsg). An fd the shim does not watch costs one load. A watched fd:
  *  - connecting (non-blocking): the call may be where the program learns

@@ -1,4 +1,4 @@
-/* config_dest: [dest SPEC] sections and BACKOFFSHIM_DEST_RULES. See config.h
+/* config_rules: [dest SPEC] sections and BACKOFFSHIM_DEST_RULES. See config.h
  * and rules.h (what a SPEC is and which one wins). */
 #include "config.h"
 #include "log.h"
@@ -17,7 +17,7 @@ static int is_global_key(const char *key)
 	return 0;
 }
 
-int bs_dest_begin(struct bs_config *c, const char *spec, const char *origin, unsigned line,
+int bs_rule_begin(struct bs_config *c, const char *spec, const char *origin, unsigned line,
 		  bs_config_report_fn report, void *ctx)
 {
 	static char why_dup[160];
@@ -56,7 +56,7 @@ int bs_dest_begin(struct bs_config *c, const char *spec, const char *origin, uns
 	return (int)c->rules->n++;
 }
 
-void bs_dest_key(struct bs_config *c, int i, const char *key, const char *value,
+void bs_rule_key(struct bs_config *c, int i, const char *key, const char *value,
 		 const char *origin, unsigned line, bs_config_report_fn report, void *ctx)
 {
 	const char *why;
@@ -83,7 +83,7 @@ void bs_dest_key(struct bs_config *c, int i, const char *key, const char *value,
 	r->nkv++;
 }
 
-void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn report,
+void bs_rule_env(struct bs_config *c, const char *text, bs_config_report_fn report,
 		 void *ctx)
 {
 	static const char var[] = "BACKOFFSHIM_DEST_RULES";
@@ -101,7 +101,7 @@ void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn repo
 			continue;
 		}
 		*eq = '\0';
-		int i = bs_dest_begin(c, rule, var, 0, report, ctx);
+		int i = bs_rule_begin(c, rule, var, 0, report, ctx);
 		/* key:value pairs split on ','; a piece without ':' continues
 		 * the previous value (delays:0,10ms,1s) */
 		char *p = eq + 1, key[24] = "", val[96] = "";
@@ -112,7 +112,7 @@ void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn repo
 			char *colon = strchr(p, ':');
 			if (colon) {
 				if (*key)
-					bs_dest_key(c, i, key, val, var, 0, report, ctx);
+					bs_rule_key(c, i, key, val, var, 0, report, ctx);
 				*colon = '\0';
 				snprintf(key, sizeof key, "%s", p);
 				snprintf(val, sizeof val, "%s", colon + 1);
@@ -125,7 +125,7 @@ void bs_dest_env(struct bs_config *c, const char *text, bs_config_report_fn repo
 			p = next;
 		}
 		if (*key)
-			bs_dest_key(c, i, key, val, var, 0, report, ctx);
+			bs_rule_key(c, i, key, val, var, 0, report, ctx);
 	}
 }
 
