@@ -7,13 +7,14 @@ import fcntl
 import os
 import re
 import shutil
+import socket
 import sys
 import subprocess
 import tempfile
 import threading
 
-from lib import (BUILD, Recorder, SynSniffer, TestFailure, base_env, check, free_port, prog,
-                 need_root, shim_env)
+from lib import (BUILD, Recorder, SynSniffer, TestFailure, base_env, check, free_port,
+                 need_root, prog, run, shim_env)
 
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, Python >= 3.10
 
@@ -317,3 +318,42 @@ def test_log_file_dev_stderr_never_follows_fd_2_to_the_programs_file():
     check(results[0] == (0, b"connect 111\n", b"data\n"), "baseline: %r" % (results[0],))
     check(results[1] == results[0], "with the shim %r, without %r" % (results[1], results[0]))
     check(logged.count(b"backoffshim[") >= 2, "the log lines went nowhere: %r" % logged)
+
+
+def test_log_line_never_lands_in_the_programs_socket():
+    """stderr closed, fd 2 reused for a socket the peer resets: the shim's
+    log must neither recurse (crash) nor write into that socket."""
+    port = free_port()
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", port))
+    lst.listen(4)
+    got = []
+
+    def serve():
+        lst.settimeout(5)
+        c, _ = lst.accept()
+        c.sendall(b"hi")
+        c.settimeout(2)
+        try:
+            got.append(c.recv(4096))
+        except OSError:
+            pass
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        c.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    code = ("import os,socket,signal,time\n"
+            "signal.signal(signal.SIGPIPE, signal.SIG_IGN)\n"
+            "os.close(2)\n"
+            "s=socket.create_connection(('127.0.0.1', %d)); assert s.fileno() == 2\n"
+            "s.recv(2); s.send(b'payload'); time.sleep(0.3)\n"
+            "for i in range(20):\n"
+            "  try: s.send(b'x')\n"
+            "  except OSError: pass\n"
+            "print('alive')\n" % port)
+    rc, out, err = run([sys.executable, "-c", code], shim_env())
+    t.join(5)
+    lst.close()
+    check(rc == 0 and "alive" in out, "program died: rc=%d %r" % (rc, out))
+    check(got and b"backoffshim" not in got[0], "log text reached the socket: %r" % got)

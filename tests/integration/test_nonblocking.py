@@ -180,6 +180,7 @@ def test_send_error_paces_the_next_reconnect():
         p.stdin.write("\n")
         p.stdin.flush()
         out, err = p.communicate(timeout=10)
+        sn.wait_for(1, 2)  # the capture thread may not have seen it yet
     lines = {l.split()[0]: l.split()[1:] for l in out.splitlines() if l}
     check("send" in lines and "reconnect" in lines, "client: %r %r" % (out, err))
     gap = float(lines["reconnect"][1]) - float(lines["send"][1])
@@ -187,3 +188,50 @@ def test_send_error_paces_the_next_reconnect():
           % (gap, out, err))
     check("Connection reset" in err or "Broken pipe" in err, "no failure logged: %r" % err)
     check(len(sn.times) == 1, "reconnect SYNs: %d" % len(sn.times))
+
+
+def test_nonblocking_retry_with_a_stopping_policy_ends():
+    port = free_port()
+    code = ("import errno,select,socket\n"
+            "s=socket.socket(); s.setblocking(False); s.connect_ex(('127.0.0.1', %d))\n"
+            "select.select([], [s], [], 10)\n"
+            "print(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))\n" % port)
+    with SynSniffer(port) as sn:
+        t0 = time.monotonic()
+        rc, out, err = run([sys.executable, "-c", code],
+                           shim_env(BACKOFFSHIM_POLICY="exponential", BACKOFFSHIM_MULTIPLIER=2,
+                                    BACKOFFSHIM_MAX_ELAPSED=0), timeout=10)
+        took = time.monotonic() - t0
+        sn.wait_for(20, 0.3)
+    check(out.strip() == "111", "expected ECONNREFUSED: %r %r" % (out, err[-300:]))
+    check(len(sn.times) <= 5 and took < 3, "%d SYNs in %.1fs: not bounded" % (len(sn.times), took))
+
+
+def test_error_read_away_by_poll_is_returned_by_send():
+    """poll() saw POLLERR, the retries ran out: a send must return the
+    connect error (as the kernel would), not EPIPE and SIGPIPE."""
+    port = free_port()
+    code = ("import select,socket\n"
+            "s=socket.socket(); s.setblocking(False); s.connect_ex(('127.0.0.1', %d))\n"
+            "p=select.poll(); p.register(s, select.POLLOUT); p.poll(10000)\n"
+            "try: s.send(b'x'); print('sent')\n"
+            "except OSError as e: print(e.errno)\n" % port)
+    rc, out, err = run([sys.executable, "-c", code], shim_env(BACKOFFSHIM_MAX_ATTEMPTS=2))
+    check(rc == 0 and out.strip() == "111", "send after poll: rc=%d %r %r" % (rc, out, err))
+
+
+def test_udp_connect_is_never_delayed():
+    port = free_port()
+    code = ("import socket,time\n"
+            "u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.setblocking(False)\n"
+            "u.connect(('127.0.0.1', %d)); u.send(b'a'); time.sleep(0.05)\n"
+            "try: u.send(b'b')\n"
+            "except OSError as e: print('refused', e.errno)\n"
+            "t0=time.monotonic()\n"
+            "v=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); v.connect(('127.0.0.1', %d))\n"
+            "print('connect %%.3f' %% (time.monotonic() - t0))\n" % (port, port))
+    rc, out, err = run([sys.executable, "-c", code], shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s"))
+    lines = out.split("\n")
+    check("refused 111" in out, "setup: %r %r" % (out, err))
+    took = float([l for l in lines if l.startswith("connect")][0].split()[1])
+    check(took < 0.1, "a UDP connect waited %.3fs" % took)

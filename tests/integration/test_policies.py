@@ -1,4 +1,10 @@
 """Policies other than gRPC's, seen on the wire (issue #4, first part)."""
+import os
+import socket
+import sys
+import threading
+import time
+
 from lib import SynSniffer, check, free_port, ms_of, prog, run, shim_env, SLACK
 
 
@@ -119,3 +125,73 @@ def test_responsive_paces_successes_too():
     check(len(acc) == 4 and all(g >= 0.7 * 0.075 - SLACK for g in agaps),
           "successes must wait the interval too: %r" % agaps)
     check("went up" in err and "calls" in err, "stats line missing: %r" % err)
+
+
+def _syn_count(cmd, env, port, extra=0.3):
+    with SynSniffer(port) as sn:
+        rc, out, err = run(cmd, env)
+        sn.wait_for(50, extra)
+        return rc, out, err, len(sn.times)
+
+
+def test_global_off_keeps_destination_sections():
+    from lib import prog
+    port = free_port()
+    rc, out, err, n = _syn_count([prog("conntest"), "127.0.0.1", str(port)],
+                                 shim_env(BACKOFFSHIM_POLICY="off",
+                                          BACKOFFSHIM_DEST_RULES="127.0.0.1:%d=policy:grpc,"
+                                                                 "max_attempts:3" % port), port)
+    check(n == 3, "the [dest] section must win over a global off: %d SYNs %r" % (n, err))
+
+
+def test_environment_rule_adds_to_the_file_section():
+    import os
+    import tempfile
+    from lib import prog
+    port = free_port()
+    with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
+        f.write("[dest 127.0.0.1:%d]\nmax_attempts = 2\n" % port)
+        path = f.name
+    try:
+        rc, out, err, n = _syn_count([prog("conntest"), "127.0.0.1", str(port)],
+                                     shim_env(BACKOFFSHIM_CONFIG=path,
+                                              BACKOFFSHIM_DEST_RULES="127.0.0.1:%d=max_attempts:4"
+                                                                     % port), port)
+    finally:
+        os.unlink(path)
+    check(n == 4 and "config:" not in err, "env must override the file: %d SYNs %r" % (n, err))
+
+
+def test_name_section_matches_a_resolution_without_service():
+    port = free_port()
+    code = ("import socket,sys\n"
+            "ai=socket.getaddrinfo('localhost', None, socket.AF_INET, socket.SOCK_STREAM)\n"
+            "try: socket.create_connection((ai[0][4][0], %d))\n"
+            "except OSError as e: print(e.errno)\n" % port)
+    rc, out, err, n = _syn_count([sys.executable, "-c", code],
+                                 shim_env(BACKOFFSHIM_MAX_ATTEMPTS=3,
+                                          BACKOFFSHIM_DEST_RULES="localhost:%d=max_attempts:1"
+                                                                 % port), port)
+    check(n == 1, "[dest localhost:port] should apply: %d SYNs %r" % (n, err))
+
+
+def test_responsive_interval_above_the_budget_still_tries():
+    """An interval longer than max_elapsed must not lock the destination
+    out: each call still makes an attempt, so a returning server is found."""
+    from lib import Server
+    port = free_port()
+    code = ("import socket,time\n"
+            "for i in range(8):\n"
+            "  try: socket.create_connection(('127.0.0.1', %d)).close(); print('ok', i); break\n"
+            "  except OSError: print('fail', i, flush=True)\n" % port)
+    import subprocess
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                         env=shim_env(BACKOFFSHIM_POLICY="responsive",
+                                      BACKOFFSHIM_INITIAL_BACKOFF="300ms",
+                                      BACKOFFSHIM_MAX_BACKOFF="600ms",
+                                      BACKOFFSHIM_MAX_ELAPSED="200ms"))
+    lines = [p.stdout.readline(), p.stdout.readline()]
+    with Server(port).start():
+        out, _ = p.communicate(timeout=20)
+    check(all(l.startswith("fail") for l in lines) and "ok" in out,
+          "never tried again once the interval passed the budget: %r %r" % (lines, out))
