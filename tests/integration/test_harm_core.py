@@ -38,16 +38,20 @@ UPLOAD = ("import socket,sys,time\n"
           "print('took', time.monotonic()-t0, file=sys.stderr)\n")
 
 
+def _read_all(c):
+    """Everything the peer sends until it shuts down its side (5 s bound)."""
+    c.settimeout(5)
+    data = b""
+    while True:
+        b = c.recv(4096)
+        if not b:
+            return data
+        data += b
+
+
 def _upload_server(received):
     def handle(c):
-        c.settimeout(5)
-        data = b""
-        while True:
-            b = c.recv(4096)
-            if not b:
-                break
-            data += b
-        received.append(data)  # read everything, then close without a byte
+        received.append(_read_all(c))  # read everything, then close without a byte
     return handle
 
 
@@ -362,13 +366,7 @@ def test_unix_upload_is_not_paced():
                 except OSError:
                     return
                 with c:
-                    data = b""
-                    while True:
-                        b = c.recv(100)
-                        if not b:
-                            break
-                        data += b
-                    got.append(data)
+                    got.append(_read_all(c))
         t = threading.Thread(target=serve, daemon=True)
         t.start()
         rc, out, err = _py(UNIX_UPLOAD, shim_env(BACKOFFSHIM_UNIX="on"), [path])
