@@ -15,6 +15,16 @@ void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap)
 	t->slots = slots;
 	t->cap = slots ? cap : 0;
 	atomic_store(&t->high, 0);
+	atomic_store(&t->pending, 0);
+}
+
+/* Every state change: the pending count follows the exchange's result. */
+static void set_state(struct bs_fdtab *t, struct bs_fdslot *s, unsigned st)
+{
+	unsigned old = atomic_exchange_explicit(&s->state, st, memory_order_acq_rel);
+	int d = bs_fd_state_is_pending(st) - bs_fd_state_is_pending(old);
+	if (d)
+		atomic_fetch_add_explicit(&t->pending, d, memory_order_relaxed);
 }
 
 #define READ_TRIES 1024 /* loads of the generation before a reader gives up */
@@ -109,14 +119,17 @@ static void track_dest(struct bs_fdtab *t, int fd, enum bs_fd_state st, const st
 		return;
 	/* Invalidate first: a reader that sees the new state also sees the
 	 * new destination (and bs_fd_read_dest never mixes old and new). */
-	atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
+	set_state(t, s, BS_FD_NONE);
+	atomic_store_explicit(&s->flags,
+			      atomic_load(&s->flags) & BS_FDF_NO_PARK, memory_order_relaxed);
+	atomic_store_explicit(&s->probe, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->steps, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->since, since, memory_order_relaxed);
 	atomic_store_explicit(&s->call_start, call_start, memory_order_relaxed);
 	int alone = write_dest(s, d);
 	raise_high(t, fd);
 	/* another write at once (a program racing on this number): untracked */
-	atomic_store_explicit(&s->state, alone ? st : BS_FD_NONE, memory_order_release);
+	set_state(t, s, alone ? st : BS_FD_NONE);
 }
 
 void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
@@ -137,7 +150,7 @@ void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
 	if (!s || atomic_load(&s->state) == BS_FD_NONE)
 		return;
 	atomic_store(&s->since, since);
-	atomic_store_explicit(&s->state, st, memory_order_release);
+	set_state(t, s, st);
 }
 
 static void clear_ident(struct bs_fdslot *s)
@@ -155,9 +168,21 @@ void bs_fd_clear(struct bs_fdtab *t, int fd)
 	if (!s)
 		return;
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
-		atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_release);
+		set_state(t, s, BS_FD_NONE);
 	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed))
 		clear_ident(s);
+}
+
+void bs_fd_renew(struct bs_fdtab *t, int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (!s)
+		return;
+	bs_fd_clear(t, fd);
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed))
+		atomic_store_explicit(&s->flags, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&s->ep_set, memory_order_relaxed))
+		atomic_store_explicit(&s->ep_set, 0, memory_order_relaxed);
 }
 
 void bs_fd_copy(struct bs_fdtab *t, int from, int to)
@@ -167,10 +192,13 @@ void bs_fd_copy(struct bs_fdtab *t, int from, int to)
 		return;
 	unsigned st = f ? atomic_load(&f->state) : BS_FD_NONE;
 	struct dest x;
-	if (st == BS_FD_NONE || !read_dest(f, &x)) {
-		bs_fd_clear(t, to);
-		return;
+	bs_fd_renew(t, to); /* what `to` named before is closed */
+	if (f) { /* one socket, two numbers: its failure can no longer be hidden */
+		atomic_fetch_or(&f->flags, BS_FDF_NO_PARK);
+		atomic_store(&d->flags, BS_FDF_NO_PARK);
 	}
+	if (st == BS_FD_NONE || st == BS_FD_EPOLL || !read_dest(f, &x))
+		return;
 	atomic_store(&d->err, atomic_load(&f->err)); /* an owed error goes along */
 	track_dest(t, to, (enum bs_fd_state)st, &x, atomic_load(&f->since),
 		   atomic_load(&f->call_start));
@@ -192,7 +220,7 @@ void bs_fd_fail(struct bs_fdtab *t, int fd, int err)
 		return;
 	atomic_store(&s->err, (uint32_t)err);
 	raise_high(t, fd);
-	atomic_store_explicit(&s->state, BS_FD_FAILED, memory_order_release);
+	set_state(t, s, BS_FD_FAILED);
 }
 
 int bs_fd_take_err(struct bs_fdtab *t, int fd)
@@ -200,7 +228,7 @@ int bs_fd_take_err(struct bs_fdtab *t, int fd)
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	unsigned want = BS_FD_FAILED;
 	if (!s || !atomic_compare_exchange_strong(&s->state, &want, BS_FD_NONE))
-		return 0;
+		return 0; /* (FAILED and NONE are not pending: the count stands) */
 	return (int)atomic_load(&s->err);
 }
 

@@ -40,7 +40,23 @@ enum bs_fd_state {
 	BS_FD_HEALTHY = 3,    /* has received data; send errors still count */
 	BS_FD_FAILED = 4,     /* the shim read the connect error away: `err`
 			       * is owed to the program's next look */
+	BS_FD_PARKED = 5,     /* defer mode: the connect failed, the shim hides
+			       * it and reconnects when the destination is due */
+	BS_FD_EPOLL = 6,      /* an epoll instance some slots' registrations name */
 };
+
+/* Connecting or parked: the states readiness calls must look at. */
+static inline int bs_fd_state_is_pending(unsigned st)
+{
+	return st == BS_FD_CONNECTING || st == BS_FD_PARKED;
+}
+
+/* slot flags */
+#define BS_FDF_NO_PARK 1u    /* the shim cannot hide this socket's failure
+			      * (shared by dup, in two epoll sets, O_ASYNC) */
+#define BS_FDF_EP_REMOVED 2u /* parked: the shim took it out of its epoll set
+			      * and puts it back when it reconnects */
+#define BS_FDF_PROBING 4u    /* its attempt is the destination's probe */
 
 #define BS_FD_ADDR_MAX 28 /* sockaddr_in6 */
 #define BS_FD_ADDR_WORDS ((BS_FD_ADDR_MAX + 7) / 8)
@@ -60,13 +76,32 @@ struct bs_fdslot {
 	_Atomic uint32_t err;        /* with BS_FD_FAILED */
 	_Atomic uint64_t ident_dev, ident_ino; /* the socket, if has_ident */
 	_Atomic uint32_t has_ident;
+	_Atomic uint32_t flags;      /* BS_FDF_* */
+	/* defer mode: the budget of a parked socket's connect */
+	_Atomic uint32_t steps;      /* failed steps this connect lived through */
+	_Atomic uint32_t seen_fail;  /* the destination's failure count last seen */
+	_Atomic uint32_t last_err;   /* the last real error of its attempts */
+	_Atomic uint64_t probe;      /* the probe word its attempt holds (table.h) */
+	/* the program's epoll registration of this fd (epoll_ctl); a socket
+	 * in two sets is marked BS_FDF_NO_PARK instead */
+	_Atomic uint32_t ep_set;     /* the epoll fd + 1; 0: none */
+	_Atomic uint32_t ep_events;
+	_Atomic uint64_t ep_data;
 };
 
 struct bs_fdtab {
 	struct bs_fdslot *slots;
 	unsigned cap;
 	_Atomic unsigned high; /* 1 + highest fd ever tracked */
+	_Atomic int pending;   /* slots connecting or parked (exact: every state
+				* change is an exchange that accounts for itself) */
 };
+
+/* Is any socket of the process connecting or parked? One load. */
+static inline int bs_fd_any_pending(struct bs_fdtab *t)
+{
+	return atomic_load_explicit(&t->pending, memory_order_relaxed) != 0;
+}
 
 void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap);
 
@@ -91,14 +126,18 @@ void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 		 socklen_t len);
 /* Move a tracked fd to a new state (no-op if untracked). */
 void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since);
-/* Forget fd: untracked, identity cleared. */
+/* Forget fd: untracked, identity cleared (its epoll registration and flags
+ * stay: the descriptor is still the program's). */
 void bs_fd_clear(struct bs_fdtab *t, int fd);
+/* The number names a new descriptor (socket, accept) or none (close):
+ * forget everything, the epoll registration and flags too. */
+void bs_fd_renew(struct bs_fdtab *t, int fd);
 /* The connect error was consumed by the shim; keep it for the program. */
 void bs_fd_fail(struct bs_fdtab *t, int fd, int err);
 /* Take an owed error (0 if none) and forget the fd. */
 int bs_fd_take_err(struct bs_fdtab *t, int fd);
 /* dup2/dup3: `to` now names what `from` names (state, destination, times,
- * owed error, identity). */
+ * owed error, identity); both are marked BS_FDF_NO_PARK. */
 void bs_fd_copy(struct bs_fdtab *t, int from, int to);
 /* close_range/closefrom: clear fds lo..hi inclusive (bounded by high). */
 void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi);

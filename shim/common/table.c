@@ -120,6 +120,7 @@ static void reset(struct bs_entry *e, uint64_t now)
 	atomic_store(&e->probe, 0);
 	atomic_store(&e->last_err, 0);
 	atomic_store(&e->last_wait, 0);
+	atomic_store(&e->outcome_at, 0);
 	atomic_store(&e->interval, 0);
 	atomic_store(&e->succ, 0);
 	atomic_store(&e->n_calls, 0);
@@ -268,12 +269,26 @@ struct bs_entry *bs_table_claim(struct bs_table *t, uint64_t key, uint64_t now,
 	return 0;
 }
 
-int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t next_at_ns,
+/* The step is this failure's unless an outcome was published after its
+ * attempt started: then it folds into that one. Claimed before the state
+ * moves, so of the failures that started before one outcome, one wins. */
+static int claim_step(struct bs_entry *e, uint64_t started, uint64_t now)
+{
+	uint64_t o = atomic_load(&e->outcome_at);
+	do {
+		if (started < o)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&e->outcome_at, &o, now > o ? now : o));
+	return 1;
+}
+
+int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t started, uint64_t next_at_ns,
 		  uint32_t failures, int err, uint64_t now)
 {
 	uint64_t want = bs_state_make(next_at_ns, failures);
 	atomic_store(&e->last_used, now);
-	if (!atomic_compare_exchange_strong(&e->state, &seen, want))
+	if (!claim_step(e, started, now) ||
+	    !atomic_compare_exchange_strong(&e->state, &seen, want))
 		return 0;
 	atomic_store(&e->last_err, (uint32_t)err);
 	return 1;
@@ -285,8 +300,11 @@ uint32_t bs_entry_ok(struct bs_entry *e)
 	return bs_state_failures(old);
 }
 
-uint32_t bs_entry_connected(struct bs_entry *e)
+uint32_t bs_entry_connected(struct bs_entry *e, uint64_t now)
 {
+	uint64_t o = atomic_load(&e->outcome_at);
+	while (o < now && !atomic_compare_exchange_weak(&e->outcome_at, &o, now))
+		;
 	uint64_t old = atomic_load(&e->state);
 	while (bs_state_failures(old) &&
 	       !atomic_compare_exchange_weak(&e->state, &old,

@@ -102,7 +102,8 @@ struct bs_entry { /* two cache lines */
 	_Atomic uint32_t succ;      /* consecutive successes */
 	_Atomic uint32_t n_calls, n_up, n_down, n_waits;
 	_Atomic uint64_t waited;    /* ns waited in all */
-	char pad[128 - 80];
+	_Atomic uint64_t outcome_at; /* ns: when the last outcome was published */
+	char pad[128 - 88];
 };
 
 struct bs_table {
@@ -134,17 +135,22 @@ uint64_t bs_state_next_at(uint64_t s); /* ns */
 /* May a new attempt start without waiting (healthy or on probation)? */
 int bs_state_may_attempt(uint64_t s);
 
-/* Publish a failure if nobody published anything since `seen` was read.
- * Returns 1 if this call moved the state, 0 if another outcome won. */
-int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t next_at_ns,
+/* Publish the failure of an attempt that started at `started` (ns), as one
+ * step of the schedule: only if the attempt started after the last
+ * published outcome (one step per outcome: attempts in flight when a
+ * failure was published fold into it) and nobody published anything since
+ * `seen` was read. Returns 1 if this call moved the state, 0 if it folded
+ * into another outcome. */
+int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t started, uint64_t next_at_ns,
 		  uint32_t failures, int err, uint64_t now);
 
 /* Mark healthy. Returns the number of failures it cleared. */
 uint32_t bs_entry_ok(struct bs_entry *e);
 
-/* An attempt connected: put a failing destination on probation (failures
- * kept, no wait). Returns the failure count. */
-uint32_t bs_entry_connected(struct bs_entry *e);
+/* An attempt connected at `now`: an outcome (attempts in flight fold into
+ * it); a failing destination goes on probation (failures kept, no wait).
+ * Returns the failure count. */
+uint32_t bs_entry_connected(struct bs_entry *e, uint64_t now);
 
 /* probe word helpers */
 uint64_t bs_probe_make(uint64_t stale_at_ns, uint32_t tid);

@@ -68,7 +68,7 @@ int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen
 	}
 	uint64_t now = bs_now(), next = t0 + delay;
 	bs_res_mark(bs_res(), d->key, BS_CAND_FAILED, now, BS_RES_HORIZON);
-	if (!bs_entry_fail(e, seen, next, f, err, now))
+	if (!bs_entry_fail(e, seen, t0, next, f, err, now))
 		return 0;
 	atomic_store(&e->last_wait, delay);
 	if (!quiet && bs_log_enabled(BS_LOG_INFO)) {
@@ -112,7 +112,7 @@ void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, 
 	if (!e || bs_state_failures(s = atomic_load(&e->state)) == 0 || (s & BS_PROBATION) ||
 	    (fd >= 0 && !bs_sock_is_stream(fd))) /* a UDP connect proves nothing */
 		return;
-	uint32_t n = bs_entry_connected(e);
+	uint32_t n = bs_entry_connected(e, bs_now());
 	bs_publish(e);
 	if (n && bs_log_enabled(BS_LOG_INFO)) {
 		struct bs_line l;
@@ -151,6 +151,11 @@ void bs_outcome_paced_connected(int fd, uint64_t t0)
 void bs_outcome_forget(int fd)
 {
 	bs_fd_clear(bs_fds(), fd);
+}
+
+void bs_outcome_new_fd(int fd)
+{
+	bs_fd_renew(bs_fds(), fd);
 }
 
 struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss)
@@ -222,7 +227,8 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 	} else if (bs_sock_peer_is(fd, (d = bs_fd_dest(fd, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
-		bs_outcome_failed_later(cfg, &d, bs_now(), err, 0);
+		bs_outcome_failed_later(cfg, &d, atomic_load(&bs_fd_slot(bs_fds(), fd)->since),
+					err, 0);
 		bs_fd_clear(bs_fds(), fd);
 	}
 }

@@ -8,7 +8,7 @@
 static int fresh(int fd)
 {
 	if (fd >= 0)
-		bs_fd_clear(bs_fds(), fd);
+		bs_outcome_new_fd(fd);
 	return fd;
 }
 

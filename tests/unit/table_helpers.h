@@ -44,7 +44,7 @@ static inline struct bs_table *fill_failing(struct bs_entry **es, uint64_t next,
 	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
 		es[i] = bs_table_claim(t, nth_key(i), NOW, IDLE);
 		assert_non_null(es[i]);
-		assert_int_equal(bs_entry_fail(es[i], 0, next, 3, ECONNREFUSED, used), 1);
+		assert_int_equal(bs_entry_fail(es[i], 0, used, next, 3, ECONNREFUSED, used), 1);
 	}
 	return t;
 }

@@ -70,6 +70,40 @@ static void test_state_pack(void **state)
 	}
 }
 
+/* One step per outcome: attempts in flight when an outcome was published
+ * fold into it, however many sockets learn of their failure later, and
+ * whatever state they read when they did. */
+static void test_one_step_per_outcome(void **state)
+{
+	(void)state;
+	struct bs_table *t = new_table();
+	struct bs_entry *e = bs_table_claim(t, 9, NOW, IDLE);
+	assert_non_null(e);
+	/* eight attempts start at NOW..NOW+7; the first failure is published at
+	 * NOW+100, the seven others are learned later, each from the current
+	 * state (as a failure learned after the fact is) */
+	assert_int_equal(bs_entry_fail(e, 0, NOW, NOW + SEC, 1, ECONNREFUSED, NOW + 100), 1);
+	for (uint64_t i = 1; i < 8; i++) {
+		uint64_t s = atomic_load(&e->state);
+		assert_int_equal(bs_entry_fail(e, s, NOW + i, NOW + 100 + i + 2 * SEC,
+					       bs_state_failures(s) + 1, ETIMEDOUT,
+					       NOW + 100 + i), 0);
+	}
+	assert_int_equal(bs_state_failures(atomic_load(&e->state)), 1);
+	assert_int_equal(atomic_load(&e->last_err), ECONNREFUSED);
+	/* the next attempt, started after that outcome, is step 2 */
+	uint64_t s1 = atomic_load(&e->state);
+	assert_int_equal(bs_entry_fail(e, s1, NOW + SEC, NOW + 3 * SEC, 2, ETIMEDOUT, NOW + SEC + 5), 1);
+	assert_int_equal(bs_state_failures(atomic_load(&e->state)), 2);
+	/* a success is an outcome too: attempts that started before it fold */
+	assert_int_equal(bs_entry_connected(e, NOW + 4 * SEC), 2);
+	uint64_t s2 = atomic_load(&e->state);
+	assert_int_equal(bs_entry_fail(e, s2, NOW + 4 * SEC - 1, NOW + 9 * SEC, 3, ETIMEDOUT,
+				       NOW + 4 * SEC + 9), 0);
+	assert_int_equal(atomic_load(&e->state), s2);
+	free(t);
+}
+
 static void test_fail_from_seen(void **state)
 {
 	(void)state;
@@ -77,29 +111,29 @@ static void test_fail_from_seen(void **state)
 	struct bs_entry *e = bs_table_claim(t, 7, NOW, IDLE);
 	assert_non_null(e);
 	uint64_t s0 = atomic_load(&e->state);
-	assert_int_equal(bs_entry_fail(e, s0, NOW + SEC, 1, ECONNREFUSED, NOW), 1);
+	assert_int_equal(bs_entry_fail(e, s0, NOW, NOW + SEC, 1, ECONNREFUSED, NOW), 1);
 	uint64_t s1 = atomic_load(&e->state);
 	assert_int_equal(bs_state_failures(s1), 1);
 	assert_int_equal(bs_state_next_at(s1), NOW + SEC);
 	assert_int_equal(atomic_load(&e->last_err), ECONNREFUSED);
 	assert_int_equal(atomic_load(&e->last_used), NOW);
 	/* a second outcome computed from the old state loses and changes nothing */
-	assert_int_equal(bs_entry_fail(e, s0, NOW + 5 * SEC, 1, ETIMEDOUT, NOW + 1), 0);
+	assert_int_equal(bs_entry_fail(e, s0, NOW + 1, NOW + 5 * SEC, 1, ETIMEDOUT, NOW + 1), 0);
 	assert_int_equal(atomic_load(&e->state), s1);
 	assert_int_equal(atomic_load(&e->last_err), ECONNREFUSED);
 	/* from the current state it advances */
-	assert_int_equal(bs_entry_fail(e, s1, NOW + 3 * SEC, 2, ETIMEDOUT, NOW + 2), 1);
+	assert_int_equal(bs_entry_fail(e, s1, NOW + 2, NOW + 3 * SEC, 2, ETIMEDOUT, NOW + 2), 1);
 	uint64_t s2 = atomic_load(&e->state);
 	assert_int_equal(bs_state_failures(s2), 2);
 	assert_int_equal(atomic_load(&e->last_err), ETIMEDOUT);
-	assert_int_equal(bs_entry_fail(e, s1, NOW + 9 * SEC, 2, EHOSTUNREACH, NOW), 0);
+	assert_int_equal(bs_entry_fail(e, s1, NOW, NOW + 9 * SEC, 2, EHOSTUNREACH, NOW), 0);
 	assert_int_equal(atomic_load(&e->state), s2);
 	/* ok clears and reports how many failures it cleared */
 	assert_int_equal(bs_entry_ok(e), 2);
 	assert_int_equal(atomic_load(&e->state), 0);
 	assert_int_equal(bs_entry_ok(e), 0);
 	/* a failure computed before the success is lost, as it should be */
-	assert_int_equal(bs_entry_fail(e, s2, NOW + 9 * SEC, 3, ETIMEDOUT, NOW), 0);
+	assert_int_equal(bs_entry_fail(e, s2, NOW, NOW + 9 * SEC, 3, ETIMEDOUT, NOW), 0);
 	assert_int_equal(atomic_load(&e->state), 0);
 	/* seq bumps */
 	uint32_t q = atomic_load(&e->seq);
@@ -194,7 +228,7 @@ static void test_reclaim(void **state)
 			assert_ptr_equal(bs_table_find(t, nth_key(i)), es[i]);
 
 	/* a probe in flight pins even a healthy entry until it goes stale */
-	assert_int_equal(bs_entry_fail(es[k5], 0, next, 1, ECONNREFUSED, NOW), 1);
+	assert_int_equal(bs_entry_fail(es[k5], 0, NOW, next, 1, ECONNREFUSED, NOW), 1);
 	assert_int_equal(bs_entry_ok(es[k2]), 3);
 	uint64_t p = bs_probe_make(NOW + 20 * SEC, 77);
 	assert_true(bs_probe_take(es[k2], 0, p));
@@ -240,7 +274,7 @@ static void test_million_keys(void **state)
 			continue;
 		}
 		bad += e < lo || e >= hi;
-		bad += !bs_entry_fail(e, 0, now + SEC, 1, ECONNREFUSED, now);
+		bad += !bs_entry_fail(e, 0, now, now + SEC, 1, ECONNREFUSED, now);
 		bad += bs_entry_ok(e) != 1;
 	}
 	assert_int_equal(nulls, 0);
@@ -267,7 +301,7 @@ static void test_capacity(void **state)
 		struct bs_entry *e = bs_table_claim(t, key, NOW, IDLE);
 		if (!e)
 			break;
-		assert_int_equal(bs_entry_fail(e, 0, NOW + 10 * SEC, 1, ECONNREFUSED, NOW), 1);
+		assert_int_equal(bs_entry_fail(e, 0, NOW, NOW + 10 * SEC, 1, ECONNREFUSED, NOW), 1);
 	}
 	if (n < BS_TABLE_SLOTS * 9 / 10)
 		fail_msg("only %u of %u destinations found room", n, BS_TABLE_SLOTS);
@@ -283,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_find_and_claim),
 		cmocka_unit_test(test_state_pack),
 		cmocka_unit_test(test_fail_from_seen),
+		cmocka_unit_test(test_one_step_per_outcome),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_reclaim),
 		cmocka_unit_test(test_million_keys),

@@ -47,7 +47,7 @@ static void *fail_racer(void *arg)
 		uint64_t s = atomic_load(&r->e->state);
 		uint32_t f = bs_state_failures(s);
 		uint64_t next = NOW + (uint64_t)(f + 1) * MS;
-		r->wins += (unsigned)bs_entry_fail(r->e, s, next, f + 1, (int)r->id, NOW);
+		r->wins += (unsigned)bs_entry_fail(r->e, s, NOW, next, f + 1, (int)r->id, NOW);
 	}
 	return NULL;
 }
@@ -161,7 +161,7 @@ static void *fresh_racer(void *arg)
 			while (e && !bs_table_owns(c->t, e, key));
 			/* "attempt 1": only one thread may move the new entry
 			 * from healthy to one failure */
-			if (e && bs_entry_fail(e, 0, NOW + SEC, 1, ECONNREFUSED, NOW))
+			if (e && bs_entry_fail(e, 0, NOW, NOW + SEC, 1, ECONNREFUSED, NOW))
 				atomic_fetch_add(&c->wins[i], 1);
 		}
 		pthread_barrier_wait(&c->go); /* the main thread checks */
