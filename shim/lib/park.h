@@ -1,0 +1,84 @@
+/*
+ * park: defer mode. A retried non-blocking connect looks like one slow
+ * connect to the program.
+ *
+ * Promise: when a tracked non-blocking connect fails with a retryable error
+ * and the shim can keep the illusion, the socket is parked instead of the
+ * failure being reported: its error is read away, the socket is
+ * disconnected (connect(AF_UNSPEC)), taken out of the program's epoll set,
+ * and hidden from every readiness call. To the program it is still
+ * connecting (SO_ERROR 0, connect() EALREADY, send/recv EAGAIN,
+ * getpeername ENOTCONN). When the destination is due, and this socket is
+ * its one probe (single flight) or the destination has connected
+ * elsewhere, the same socket is reconnected without blocking, put back
+ * into its epoll set with the program's own events and data, and the
+ * program sees the real outcome. When the budget (max_attempts,
+ * max_elapsed) would end while parked, the socket is not parked: the
+ * program sees the last real error, as without the shim.
+ *
+ * The shim never parks a socket it cannot hide: shared through dup
+ * (BS_FDF_NO_PARK), registered in two epoll sets, O_ASYNC, or one more than
+ * a readiness call's stack copy holds. Nothing here blocks or sleeps.
+ */
+#ifndef BS_PARK_H
+#define BS_PARK_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "shim.h"
+
+/* A readiness call that holds parked sockets wakes at least this often to
+ * re-check their destinations (a success elsewhere releases them). */
+#define BS_PARK_RECHECK (250 * BS_NS_PER_MS)
+/* No parked socket is due: bs_park_run() returns this. */
+#define BS_PARK_NEVER UINT64_MAX
+
+/* Is fd parked? One load. */
+static inline int bs_park_is_parked(int fd)
+{
+	return bs_fd_state(bs_fds(), fd) == BS_FD_PARKED;
+}
+
+/* The failure err of fd's tracked non-blocking connect (its error already
+ * read from the kernel) was published; park fd if cfg's mode is defer and
+ * the illusion can be kept. Returns 1 if parked. */
+int bs_park(const struct bs_config *cfg, int fd, int err);
+
+/* Give every parked socket of the process that is due its next attempt
+ * (reconnect it), or its end (budget spent: the last error becomes owed
+ * and the socket is back in its epoll set). Returns the earliest time (ns)
+ * at which a parked socket needs looking at again, capped at
+ * now + BS_PARK_RECHECK, or BS_PARK_NEVER if none is parked. */
+uint64_t bs_park_run(uint64_t now);
+
+/* The same for one parked socket (a call that touches it). Returns its
+ * state afterwards (BS_FD_PARKED if still parked). */
+unsigned bs_park_run_fd(int fd, uint64_t now);
+
+/* A readiness call saw fd (connecting) with an error or hangup. Learn the
+ * outcome the way a program would (SO_ERROR), publish it and park fd if it
+ * may be. Returns 1 if the report must be hidden (fd is parked now); 0 to
+ * report it as it is (the error, if read away, is owed to the program). */
+int bs_park_screen(int fd);
+
+/* As bs_park_screen for readiness APIs that report a failed connect only
+ * as readable/writable (select): asks the kernel first whether fd has
+ * failed, without reading the error. */
+int bs_park_screen_ready(int fd);
+
+/* Timeout arithmetic for readiness wrappers: the program's deadline (ns,
+ * BS_PARK_NEVER for none) from a timeout in ms (negative: none). */
+uint64_t bs_park_deadline_ms(uint64_t now, int timeout_ms);
+/* Milliseconds to wait from now until `until` (rounded up, capped at
+ * INT32_MAX; 0 if passed; -1 for BS_PARK_NEVER). */
+int bs_park_wait_ms(uint64_t now, uint64_t until);
+
+/* The epoll registration of fd changed (epoll_ctl by the program); also
+ * answers a program's MOD/DEL/ADD on a socket the shim took out of its set.
+ * Returns 1 if handled here (the result in *ret, errno set), 0 to pass the
+ * call to the kernel. */
+struct epoll_event;
+int bs_park_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev, int *ret);
+
+#endif
