@@ -64,7 +64,7 @@ void bs_config_defaults(struct bs_config *c)
 	bs_parse_errlist("ECONNREFUSED ETIMEDOUT EHOSTUNREACH ENETUNREACH ECONNRESET EAGAIN",
 			 c->retry_on, &why);
 	c->log_level = BS_LOG_INFO;
-	c->nonblocking = BS_NB_RETRY;
+	c->nonblocking = BS_NB_AUTO;
 	c->policy.up_multiplier = 1.5;
 	c->policy.down_multiplier = 0.9;
 	c->policy.down_threshold = 10;

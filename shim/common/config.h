@@ -83,7 +83,9 @@ const struct bs_config *bs_config_for(const struct bs_config *c, const struct so
 				      socklen_t len, bs_name_has_fn name_has, void *ctx);
 
 /* What happens to non-blocking sockets. */
-enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2 };
+/* auto: defer in a client, pace in a server (a process that listens);
+ * shim/lib decides which (bs_nb_mode). */
+enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2, BS_NB_DEFER = 3, BS_NB_AUTO = 4 };
 
 /* Looks up a variable; the shim passes secure_getenv, tests pass a fake.
  * ctx is the one given to the loader (the report function's too). */

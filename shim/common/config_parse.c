@@ -230,7 +230,7 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 NAMES(bs_level_names, "off", "error", "info", "debug");
 NAMES(bs_policy_names, "grpc", "list", "exponential", "off", "responsive");
 NAMES(bs_jmode_names, "proportional", "full", "equal", "decorrelated");
-NAMES(bs_nbmode_names, "retry", "pace", "off");
+NAMES(bs_nbmode_names, "retry", "pace", "off", "defer", "auto");
 #undef NAMES
 
 const char *bs_name_of(const struct bs_names *t, int v)

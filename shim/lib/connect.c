@@ -3,6 +3,8 @@
  * straight to libc. A repeated connect() on a socket whose non-blocking
  * connect is in flight is how some clients (hiredis) learn its outcome. */
 #include "addr.h"
+#include "clock.h"
+#include "park.h"
 #include "real.h"
 #include "shim.h"
 #include "sock.h"
@@ -19,8 +21,9 @@ static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *
 		bs_nb_outcome(cfg, fd, 0);
 	} else if (err != EALREADY && err != EINPROGRESS && err != EINTR) {
 		int res = bs_nb_outcome(cfg, fd, err);
-		/* reconnected: say so the way the kernel says "connected" */
-		err = res ? res : EISCONN;
+		/* reconnected: say so the way the kernel says "connected";
+		 * parked: still connecting */
+		err = res == BS_NB_PARKED_NOW ? EALREADY : res ? res : EISCONN;
 	}
 	errno = err;
 	return r;
@@ -32,6 +35,12 @@ static int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (!cfg)
 		return bs_real_connect(fd, addr, len);
 	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (st == BS_FD_PARKED) {
+		/* still connecting, to the program (its retry sent if due) */
+		st = bs_park_run_fd(fd, bs_now());
+		if (st == BS_FD_PARKED || st == BS_FD_CONNECTING)
+			return errno = EALREADY, -1;
+	}
 	if (st == BS_FD_FAILED) {
 		/* poll() read the error away; the kernel would report
 		 * ECONNABORTED. Whatever the new destination, the slot is

@@ -24,9 +24,9 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		int nb = bs_sock_is_nonblocking(fd);
 		int due = now >= bs_state_next_at(atomic_load(&e->state));
 		int err = 0;
-		if (nb && cfg->nonblocking == BS_NB_PACE && !due)
+		if (nb && bs_nb_mode(cfg) != BS_NB_RETRY && !due)
 			err = bs_nb_last_err(key);
-		else if (!(nb && cfg->nonblocking == BS_NB_OFF))
+		else if (!(nb && bs_nb_mode(cfg) == BS_NB_OFF))
 			err = bs_nb_wait_due(cfg, key, now);
 		if (err) {
 			errno = err;

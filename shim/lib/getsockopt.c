@@ -1,5 +1,7 @@
 /* getsockopt(SO_ERROR): where most clients (curl, libpq, CPython, libuv)
  * learn the outcome of a non-blocking connect. */
+#include "clock.h"
+#include "park.h"
 #include "real.h"
 #include "shim.h"
 #include "sock.h"
@@ -13,6 +15,8 @@ static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	    *len < (socklen_t)sizeof(int))
 		return r;
 	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (st == BS_FD_PARKED) /* still connecting, to the program */
+		st = bs_park_run_fd(fd, bs_now());
 	if (st == BS_FD_FAILED && *(int *)val == 0) {
 		*(int *)val = bs_owed_take(fd); /* read away by poll() */
 		return r;
@@ -26,8 +30,8 @@ static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	/* 0 means connected, or still connecting: only a peer tells. */
 	if (err == 0 && !bs_sock_has_peer(fd))
 		return r;
-	int saved = errno;
-	*(int *)val = bs_nb_outcome(cfg, fd, err);
+	int saved = errno, res = bs_nb_outcome(cfg, fd, err);
+	*(int *)val = res == BS_NB_PARKED_NOW ? 0 : res; /* parked: still connecting */
 	errno = saved;
 	return r;
 }

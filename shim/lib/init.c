@@ -251,6 +251,7 @@ static void init(void)
 		g_seed = r[0] ^ bs_mix64(r[1] ^ (uint64_t)getpid());
 	}
 	setup_fds();
+	bs_role_detect_inherited();
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }

@@ -13,6 +13,7 @@
 #include "addr.h"
 #include "budget.h"
 #include "clock.h"
+#include "park.h"
 #include "policy.h"
 #include "real.h"
 #include "shim.h"
@@ -62,31 +63,58 @@ int bs_nb_wait_due(const struct bs_config *cfg, uint64_t key, uint64_t now)
 	return wait_due(key, &b) == BS_STOP_NONE ? 0 : bs_nb_last_err(key);
 }
 
+/* Pace: has initial_backoff passed since the destination's last outcome?
+ * Then this connect is the window's one real attempt (claimed by moving
+ * the outcome time, so concurrent connects send one). */
+static int pace_probe_due(const struct bs_config *cfg, struct bs_entry *e, uint64_t now)
+{
+	uint64_t o = atomic_load(&e->outcome_at), every = cfg->policy.initial_backoff;
+	return now >= o + every && atomic_compare_exchange_strong(&e->outcome_at, &o, now);
+}
+
+/* A connect inside the destination's backoff window, by mode. Returns 1
+ * with the result in *r if the call is settled here, 0 to send the attempt. */
+static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+		     socklen_t len, uint64_t key, uint64_t now, int *r)
+{
+	struct bs_entry *e = bs_table_find(bs_tab(), key);
+	uint64_t s = e ? atomic_load(&e->state) : 0;
+	if (bs_state_may_attempt(s) || now >= bs_state_next_at(s))
+		return 0; /* due: this attempt may go out */
+	switch (bs_nb_mode(cfg)) {
+	case BS_NB_PACE:
+		/* no packet sent, but a destination that comes back is found
+		 * within initial_backoff: one real attempt per that interval */
+		if (pace_probe_due(cfg, e, now))
+			return 0;
+		errno = bs_nb_last_err(key);
+		return *r = -1, 1;
+	case BS_NB_DEFER:
+		*r = bs_outcome_started(cfg, fd, addr, len, key, now);
+		if (!bs_park_waiting(cfg, fd, bs_nb_last_err(key)))
+			return bs_outcome_forget(fd), 0;
+		return 1;
+	default: { /* retry */
+		int err = bs_nb_wait_due(cfg, key, now);
+		if (err)
+			return errno = err, *r = -1, 1;
+		return 0;
+	}
+	}
+}
+
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		  socklen_t len, uint64_t key)
 {
-	int saved = errno;
+	int saved = errno, r;
 	uint64_t now = bs_now();
-	if (cfg->nonblocking == BS_NB_OFF ||
-	    bs_res_has_alternative(bs_res(), key, now, BS_RES_FALLBACK))
-		goto go;
-	if (cfg->nonblocking == BS_NB_PACE) {
-		struct bs_entry *e = bs_table_find(bs_tab(), key);
-		uint64_t s = e ? atomic_load(&e->state) : 0;
-		if (bs_state_may_attempt(s) || now >= bs_state_next_at(s))
-			goto go; /* due: this attempt may go out */
-		errno = bs_nb_last_err(key); /* inside the window: no packet sent */
-		return -1;
-	}
-	int err = bs_nb_wait_due(cfg, key, now);
-	if (err) {
-		errno = err;
-		return -1;
-	}
-go:
+	if (bs_nb_mode(cfg) != BS_NB_OFF &&
+	    !bs_res_has_alternative(bs_res(), key, now, BS_RES_FALLBACK) &&
+	    in_window(cfg, fd, addr, len, key, now, &r))
+		return r;
 	now = bs_now();
 	errno = saved;
-	int r = bs_real_connect(fd, addr, len);
+	r = bs_real_connect(fd, addr, len);
 	if (r == 0 || errno != EINPROGRESS) {
 		int err = errno;
 		struct bs_dest d = {key, addr, len};
@@ -181,11 +209,35 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	return err;
 }
 
+/* A retryable failure of fd's attempt (started at t0), published. Returns
+ * what the program sees: the error, or BS_NB_PARKED_NOW. */
+static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64_t t0,
+		  uint64_t start, int err)
+{
+	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
+	bs_outcome_failed_later(cfg, d, t0, err, fallback);
+	if (fallback || !d->addr) {
+		bs_outcome_forget(fd);
+		return err;
+	}
+	switch (bs_nb_mode(cfg)) {
+	case BS_NB_DEFER:
+		if (bs_park(cfg, fd, err))
+			return BS_NB_PARKED_NOW;
+		break;
+	case BS_NB_RETRY:
+		return nb_retry(cfg, fd, d, start, err);
+	}
+	bs_outcome_forget(fd);
+	return err;
+}
+
 int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 {
 	struct bs_fdslot *sl = bs_fd_slot(bs_fds(), fd);
 	if (!sl || atomic_load(&sl->state) != BS_FD_CONNECTING)
 		return err;
+	bs_park_outcome_learned(fd);
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
 	uint64_t t0 = atomic_load(&sl->since), start = atomic_load(&sl->call_start);
@@ -209,11 +261,5 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		bs_outcome_forget(fd);
 		return err;
 	}
-	int fallback = bs_res_has_alternative(bs_res(), d.key, bs_now(), BS_RES_FALLBACK);
-	bs_outcome_failed_later(cfg, &d, t0, err, fallback);
-	if (cfg->nonblocking != BS_NB_RETRY || !d.addr || fallback) {
-		bs_outcome_forget(fd);
-		return err;
-	}
-	return nb_retry(cfg, fd, &d, start, err);
+	return failed(cfg, fd, &d, t0, start, err);
 }

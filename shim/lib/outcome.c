@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "errname.h"
 #include "log.h"
+#include "park.h"
 #include "policy.h"
 #include "shim.h"
 #include "sock.h"
@@ -137,8 +138,12 @@ void bs_outcome_healthy(uint64_t key)
 int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		       socklen_t len, uint64_t key, uint64_t t0)
 {
-	if (cfg->nonblocking != BS_NB_OFF)
+	if (bs_nb_mode(cfg) != BS_NB_OFF) {
 		bs_fd_track(bs_fds(), fd, BS_FD_CONNECTING, key, t0, t0, addr, len);
+		struct bs_entry *e = bs_table_find(bs_tab(), key);
+		atomic_store(&bs_fd_slot(bs_fds(), fd)->seen_fail,
+			     e ? bs_state_failures(atomic_load(&e->state)) : 0);
+	}
 	errno = EINPROGRESS;
 	return -1;
 }
@@ -235,6 +240,7 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 
 void bs_outcome_closed(int fd)
 {
+	bs_park_outcome_learned(fd); /* a probe closed: others may go */
 	const struct bs_config *cfg = bs_active();
 	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_PROBATION && lived(cfg, fd))
 		proved_healthy(fd, atomic_load(&bs_fd_slot(bs_fds(), fd)->key));

@@ -45,6 +45,16 @@ static inline int bs_park_is_parked(int fd)
  * the illusion can be kept. Returns 1 if parked. */
 int bs_park(const struct bs_config *cfg, int fd, int err);
 
+/* A connect() of fd inside its destination's backoff window (fd already
+ * tracked as connecting, nothing sent): park it at once, err being the
+ * destination's last error. Returns 1 if parked (connect() then says
+ * EINPROGRESS), 0 if the attempt should go out. */
+int bs_park_waiting(const struct bs_config *cfg, int fd, int err);
+
+/* fd's attempt has an outcome (learned by any wrapper): if it was its
+ * destination's probe, the probe is released. */
+void bs_park_outcome_learned(int fd);
+
 /* Give every parked socket of the process that is due its next attempt
  * (reconnect it), or its end (budget spent: the last error becomes owed
  * and the socket is back in its epoll set). Returns the earliest time (ns)
@@ -52,20 +62,29 @@ int bs_park(const struct bs_config *cfg, int fd, int err);
  * now + BS_PARK_RECHECK, or BS_PARK_NEVER if none is parked. */
 uint64_t bs_park_run(uint64_t now);
 
+/* End fd's parking now (the illusion cannot be kept): its last error is
+ * owed to the program, and it is back in its epoll set. */
+void bs_park_end(int fd);
+
 /* The same for one parked socket (a call that touches it). Returns its
  * state afterwards (BS_FD_PARKED if still parked). */
 unsigned bs_park_run_fd(int fd, uint64_t now);
 
-/* A readiness call saw fd (connecting) with an error or hangup. Learn the
- * outcome the way a program would (SO_ERROR), publish it and park fd if it
- * may be. Returns 1 if the report must be hidden (fd is parked now); 0 to
- * report it as it is (the error, if read away, is owed to the program). */
-int bs_park_screen(int fd);
+/* A readiness call saw fd (connecting) with an error or hangup. In defer
+ * and retry modes, learn the outcome the way a program would (SO_ERROR),
+ * publish it, and park fd (defer) or retry it in the call (retry). Says
+ * what the readiness call reports for fd:
+ *   KEEP:      the report as it is (the error, if read away, is owed to the
+ *              program's next look: bs_owed_take);
+ *   HIDE:      nothing (fd is parked now);
+ *   CONNECTED: writable (retry mode connected it). */
+enum bs_screen { BS_SCREEN_KEEP, BS_SCREEN_HIDE, BS_SCREEN_CONNECTED };
+enum bs_screen bs_park_screen(int fd);
 
 /* As bs_park_screen for readiness APIs that report a failed connect only
  * as readable/writable (select): asks the kernel first whether fd has
  * failed, without reading the error. */
-int bs_park_screen_ready(int fd);
+enum bs_screen bs_park_screen_ready(int fd);
 
 /* Timeout arithmetic for readiness wrappers: the program's deadline (ns,
  * BS_PARK_NEVER for none) from a timeout in ms (negative: none). */

@@ -1,68 +1,147 @@
 /*
- * poll/ppoll: some clients (curl) decide a non-blocking connect failed from
- * POLLERR/POLLHUP alone. In retry mode, a connecting socket reported so is
- * retried here (the calling thread blocks, as in every retry-mode wait) and
- * reported writable once connected; if the budget runs out, the events stay
- * and the error is kept for the program's getsockopt(SO_ERROR). Other modes
- * and untracked fds are untouched: the cost is a scan of the returned set
- * while any socket is tracked.
+ * poll/ppoll: while no socket of the process is connecting or parked, a
+ * straight call (one load added). Otherwise:
+ *  - parked sockets (defer mode, park.h) are hidden: the call runs on a
+ *    copy of the program's array on the stack, their entries negated (~fd:
+ *    poll ignores negative fds), and its timeout is capped so that a due
+ *    socket is reconnected and a success elsewhere noticed; the call then
+ *    goes on waiting for the rest of the program's own timeout;
+ *  - a connecting socket reported with POLLERR/POLLHUP is screened
+ *    (bs_park_screen): parked and hidden in defer mode, retried here in
+ *    retry mode (the calling thread blocks, as in every retry-mode wait).
+ * With more entries than the copy holds, nothing is hidden or screened,
+ * and the parked sockets of the set end as they would without the shim:
+ * their last error is owed to the program.
  */
 #include "clock.h"
+#include "park.h"
 #include "real.h"
 #include "shim.h"
-#include "sock.h"
 
 #include <errno.h>
 
-static int fix(struct pollfd *fds, nfds_t n, int r)
+#define POLL_COPY 256 /* entries copied to the stack: 2 KiB */
+#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
+
+struct call {
+	struct pollfd *fds;
+	nfds_t n;
+	uint64_t deadline; /* the program's, BS_PARK_NEVER for none */
+	const sigset_t *mask;
+	int is_ppoll;
+};
+
+static int real_wait(const struct call *c, struct pollfd *set, int ms)
 {
-	const struct bs_config *cfg;
-	if (r <= 0 || !atomic_load_explicit(&bs_fds()->high, memory_order_relaxed) ||
-	    !(cfg = bs_active()) || cfg->nonblocking != BS_NB_RETRY)
-		return r;
-	int saved = errno;
-	for (nfds_t i = 0; i < n; i++) {
-		struct pollfd *p = &fds[i];
-		if (!(p->revents & (POLLERR | POLLHUP)) ||
-		    bs_fd_state(bs_fds(), p->fd) != BS_FD_CONNECTING)
-			continue;
-		/* read the error away only if a retry will follow: the
-		 * destination is known, retry mode applies to it, and the
-		 * program has no other address of the name to go to */
-		uint64_t key;
-		struct sockaddr_storage ss;
-		socklen_t len = 0;
-		if (!bs_fd_read_dest(bs_fds(), p->fd, &key, &ss, &len) || !len ||
-		    bs_cfg_for(cfg, (const struct sockaddr *)&ss, len)->nonblocking !=
-			    BS_NB_RETRY ||
-		    bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
-			continue;
-		int err;
-		struct bs_sock_ident id;
-		if (!bs_sock_ident(p->fd, &id) || (err = bs_sock_take_error(p->fd)) <= 0)
-			continue;
-		int res = bs_nb_outcome(cfg, p->fd, err);
-		if (res == 0)
-			p->revents = p->events & (POLLOUT | POLLWRNORM);
-		else /* owed to this very socket: see bs_owed_take() */
-			bs_owe(p->fd, &id, res);
+	if (!c->is_ppoll)
+		return bs_real_poll(set, c->n, ms);
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	return bs_real_ppoll(set, c->n, ms < 0 ? NULL : &ts, c->mask);
+}
+
+/* The copy, parked entries hidden. Returns how many were. */
+static int hide_parked(const struct call *c, struct pollfd *set)
+{
+	int hidden = 0;
+	for (nfds_t i = 0; i < c->n; i++) {
+		set[i] = c->fds[i];
+		if (bs_park_is_parked(set[i].fd)) {
+			set[i].fd = ~set[i].fd;
+			hidden++;
+		}
 	}
-	r = 0;
-	for (nfds_t i = 0; i < n; i++)
-		r += fds[i].revents != 0;
-	errno = saved;
+	return hidden;
+}
+
+static short screened(struct pollfd *p)
+{
+	if (!(p->revents & (POLLERR | POLLHUP)) || p->fd < 0)
+		return p->revents;
+	switch (bs_park_screen(p->fd)) {
+	case BS_SCREEN_HIDE:
+		return 0;
+	case BS_SCREEN_CONNECTED:
+		return p->events & (POLLOUT | POLLWRNORM);
+	default:
+		return p->revents;
+	}
+}
+
+/* Screen the copy's reports and hand them to the program. Returns how
+ * many entries have something to report. */
+static int report(const struct call *c, struct pollfd *set)
+{
+	int r = 0;
+	for (nfds_t i = 0; i < c->n; i++) {
+		c->fds[i].revents = set[i].fd < 0 ? 0 : screened(&set[i]);
+		r += c->fds[i].revents != 0;
+	}
 	return r;
+}
+
+static int deferred(const struct call *c)
+{
+	struct pollfd set[POLL_COPY];
+	int saved = errno;
+	for (int round = 0; round < ROUNDS_MAX; round++) {
+		uint64_t now = bs_now(), wake = bs_park_run(now);
+		uint64_t until = hide_parked(c, set) && wake < c->deadline ? wake : c->deadline;
+		int r = real_wait(c, set, bs_park_wait_ms(now, until));
+		if (r < 0)
+			return r; /* EINTR and the rest: the program's, as they are */
+		r = report(c, set);
+		if (r || bs_now() >= c->deadline) {
+			errno = saved;
+			return r;
+		}
+	}
+	errno = saved;
+	return 0;
+}
+
+/* Too many entries to copy: the parked ones end here (their error owed),
+ * and the call goes through as it is. */
+static void give_up_parked(const struct call *c)
+{
+	for (nfds_t i = 0; i < c->n; i++)
+		if (bs_park_is_parked(c->fds[i].fd))
+			bs_park_end(c->fds[i].fd);
 }
 
 static int do_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-	return fix(fds, n, bs_real_poll(fds, n, timeout));
+	if (!bs_fd_any_pending(bs_fds()))
+		return bs_real_poll(fds, n, timeout);
+	struct call c = {fds, n, bs_park_deadline_ms(bs_now(), timeout), NULL, 0};
+	if (n > POLL_COPY) {
+		give_up_parked(&c);
+		return bs_real_poll(fds, n, timeout);
+	}
+	return deferred(&c);
+}
+
+static uint64_t ts_deadline(const struct timespec *ts)
+{
+	if (!ts)
+		return BS_PARK_NEVER;
+	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
+		return 0;
+	uint64_t ns = (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+	uint64_t now = bs_now();
+	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
 }
 
 static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		    const sigset_t *mask)
 {
-	return fix(fds, n, bs_real_ppoll(fds, n, ts, mask));
+	if (!bs_fd_any_pending(bs_fds()))
+		return bs_real_ppoll(fds, n, ts, mask);
+	struct call c = {fds, n, ts_deadline(ts), mask, 1};
+	if (n > POLL_COPY) {
+		give_up_parked(&c);
+		return bs_real_ppoll(fds, n, ts, mask);
+	}
+	return deferred(&c);
 }
 
 BS_API int poll(struct pollfd *fds, nfds_t n, int timeout) { return do_poll(fds, n, timeout); }

@@ -13,6 +13,7 @@
  */
 #include "addr.h"
 #include "clock.h"
+#include "park.h"
 #include "policy.h"
 #include "real.h"
 #include "shim.h"
@@ -65,7 +66,8 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 			bs_nb_outcome(cfg, fd, 0);
 		else if (err != EAGAIN && err != EINTR && bs_config_retries(cfg, err)) {
 			int res = bs_nb_outcome(cfg, fd, err);
-			return errno = res ? res : EAGAIN, -1; /* reconnected: nothing yet */
+			/* reconnected or parked: still connecting, nothing yet */
+			return errno = res > 0 ? res : EAGAIN, -1;
 		}
 		if (r <= 0)
 			return errno = err, r;
@@ -111,9 +113,10 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 			bs_nb_outcome(cfg, o->fd, 0);
 			return errno = err, r;
 		}
-		if (err == EAGAIN || err == EINTR || !bs_config_retries(cfg, err) ||
-		    (err = bs_nb_outcome(cfg, o->fd, err)) != 0)
+		if (err == EAGAIN || err == EINTR || !bs_config_retries(cfg, err))
 			return errno = err, -1;
+		if ((err = bs_nb_outcome(cfg, o->fd, err)) != 0) /* parked: not yet */
+			return errno = err == BS_NB_PARKED_NOW ? EAGAIN : err, -1;
 		errno = saved;
 		return redo(o); /* now connected: nothing was ever sent */
 	}
@@ -132,7 +135,8 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 static int watch_read(int fd, unsigned *st)
 {
 	*st = bs_fd_state(bs_fds(), fd);
-	return *st == BS_FD_CONNECTING || *st == BS_FD_PROBATION || *st == BS_FD_FAILED;
+	return *st == BS_FD_CONNECTING || *st == BS_FD_PROBATION || *st == BS_FD_FAILED ||
+	       *st == BS_FD_PARKED;
 }
 
 /* The shim read a failed connect's error away (poll): the program's next
@@ -144,12 +148,25 @@ static int owed(int fd)
 	return err ? (errno = err, -1) : 0;
 }
 
+/* A parked socket (defer mode) is still connecting to the program: its
+ * retry is sent if due, and the call says "nothing yet", unless the
+ * parking just ended (its error is then owed). */
+static int parked(int fd)
+{
+	if (bs_park_run_fd(fd, bs_now()) == BS_FD_FAILED && owed(fd))
+		return -1;
+	errno = EAGAIN;
+	return -1;
+}
+
 #define READ_WRAP(call)                                                  \
 	unsigned st;                                                     \
 	if (!watch_read(fd, &st))                                        \
 		return call;                                             \
 	if (st == BS_FD_FAILED)                                          \
 		return owed(fd) ? -1 : call;                             \
+	if (st == BS_FD_PARKED)                                          \
+		return parked(fd);                                       \
 	ssize_t r = call;                                                \
 	return read_done(fd, st, r)
 
@@ -202,6 +219,8 @@ BS_API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struc
 		return redo(&o);                                         \
 	if (st == BS_FD_FAILED)                                          \
 		return owed(fd) ? -1 : redo(&o);                         \
+	if (st == BS_FD_PARKED)                                          \
+		return parked(fd);                                       \
 	int saved = errno;                                               \
 	ssize_t r = redo(&o);                                            \
 	if (r >= 0 && st == BS_FD_HEALTHY)                               \

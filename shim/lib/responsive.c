@@ -151,7 +151,7 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 	struct bs_dest d = {key, addr, len};
 	for (;;) {
 		uint64_t iv = atomic_load(&e->interval);
-		if (iv && (blocking || cfg->nonblocking == BS_NB_RETRY)) {
+		if (iv && (blocking || bs_nb_mode(cfg) == BS_NB_RETRY)) {
 			if (pace(e, &b, iv, has_tv) != BS_STOP_NONE)
 				return give_up(e, &d, &b, err);
 			if (!bs_table_owns(bs_tab(), e, key))

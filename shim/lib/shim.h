@@ -46,6 +46,23 @@ struct bs_restab *bs_res(void);
 /* Next value of the (seeded) random stream, lock-free. */
 uint64_t bs_random(void);
 
+/* role.c: a process that listens (listen(), accept(), or a listening socket
+ * inherited from systemd's LISTEN_FDS or inetd at fd 0) is a server; any
+ * other is a client. nonblocking = auto means defer for a client, pace for
+ * a server: a server connects on behalf of its requests and has its own
+ * failover, so a refused upstream must reach it at once. */
+extern _Atomic int bs_role_server_g __attribute__((visibility("hidden")));
+void bs_role_is_server(void);
+void bs_role_detect_inherited(void); /* once, at initialisation */
+/* The mode in force for non-blocking sockets under cfg (never auto). */
+static inline int bs_nb_mode(const struct bs_config *cfg)
+{
+	if (cfg->nonblocking != BS_NB_AUTO)
+		return cfg->nonblocking;
+	return atomic_load_explicit(&bs_role_server_g, memory_order_relaxed) ? BS_NB_PACE
+									       : BS_NB_DEFER;
+}
+
 /* The retry engine (engine.c): called by the connect() wrapper for an
  * AF_INET/AF_INET6 (or enabled AF_UNIX) destination. */
 int bs_engine_connect(const struct bs_config *cfg, int fd,
@@ -138,8 +155,10 @@ void bs_publish(struct bs_entry *e);
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		  socklen_t len, uint64_t key);
 /* The program learned err (0 = connected) for a tracked connecting fd.
- * Returns the error the program should see (0 = connected). May block in
- * retry mode. */
+ * Returns the error the program should see (0 = connected), or
+ * BS_NB_PARKED_NOW: defer mode parked fd (park.h), so to the program it is
+ * still connecting. May block in retry mode. */
+#define BS_NB_PARKED_NOW (-1)
 int bs_nb_outcome(const struct bs_config *cfg, int fd, int err);
 /* responsive.c: the responsive policy's connect, and an outcome learned
  * later (err 0: connected). */

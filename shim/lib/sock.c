@@ -6,6 +6,7 @@
 #include "real.h"
 
 #include <errno.h>
+#include <sys/epoll.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
@@ -50,6 +51,38 @@ int bs_sock_is_nonblocking(int fd)
 {
 	long fl = get_fl(fd);
 	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+int bs_sock_has_flag(int fd, int flag)
+{
+	long fl = get_fl(fd);
+	return fl >= 0 && (fl & flag);
+}
+
+int bs_sock_has_failed(int fd)
+{
+	int saved = errno;
+	struct pollfd p = {fd, 0, 0};
+	struct timespec zero = {0, 0};
+	int r = (int)syscall(SYS_ppoll, &p, 1, &zero, NULL, 0) == 1 && (p.revents & POLLERR);
+	errno = saved;
+	return r;
+}
+
+int bs_sock_is_listening(int fd)
+{
+	int v = 0;
+	socklen_t l = sizeof v;
+	return sys_getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &l) == 0 && v;
+}
+
+int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
+{
+	int saved = errno;
+	struct epoll_event ev = {.events = events, .data.u64 = data};
+	int r = (int)syscall(SYS_epoll_ctl, epfd, op, fd, &ev) == 0 ? 0 : errno;
+	errno = saved;
+	return r;
 }
 
 int bs_sock_is_blocking_stream(int fd)

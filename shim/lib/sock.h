@@ -48,6 +48,16 @@ int bs_sock_has_peer(int fd);
  * socket that lost its peer (reset: ENOTCONN); 0 for another peer, or for a
  * number that now names a file or pipe (ENOTSOCK). */
 int bs_sock_peer_is(int fd, uint64_t key);
+/* 1 if fd's file status flags (F_GETFL) include `flag` (O_ASYNC...). */
+int bs_sock_has_flag(int fd, int flag);
+/* Has fd's connect failed (an error pending, as poll sees it: POLLERR)?
+ * The error is not read. */
+int bs_sock_has_failed(int fd);
+/* 1 if fd is a listening socket (SO_ACCEPTCONN). */
+int bs_sock_is_listening(int fd);
+/* epoll_ctl(epfd, op, fd) with these events and data, as a raw syscall:
+ * 0 or the errno value (errno itself untouched). */
+int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 /* 1 if fd is a blocking SOCK_STREAM socket. */
 int bs_sock_is_blocking_stream(int fd);
 

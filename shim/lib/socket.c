@@ -1,7 +1,8 @@
-/* socket, accept, accept4: a new descriptor starts with a clean slot in the
+/* socket, accept, accept4, listen: a new descriptor starts with a clean slot in the
  * fd table, even if an earlier one with the same number was closed behind
  * the shim's back (a raw syscall, fclose() of an fdopen()ed socket). One
- * store when the slot is already clean. */
+ * store when the slot is already clean. A process that listens or accepts
+ * is a server (role.c). */
 #include "real.h"
 #include "shim.h"
 
@@ -17,12 +18,28 @@ BS_API int socket(int domain, int type, int protocol)
 	return fresh(bs_real_socket(domain, type, protocol));
 }
 
+static int accepted(int fd)
+{
+	bs_role_is_server();
+	return fresh(fd);
+}
+
+static int do_listen(int fd, int backlog)
+{
+	int r = bs_real_listen(fd, backlog);
+	if (r == 0)
+		bs_role_is_server();
+	return r;
+}
+
 BS_API int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
-	return fresh(bs_real_accept(fd, addr, len));
+	return accepted(bs_real_accept(fd, addr, len));
 }
 
 BS_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
-	return fresh(bs_real_accept4(fd, addr, len, flags));
+	return accepted(bs_real_accept4(fd, addr, len, flags));
 }
+
+BS_API int listen(int fd, int backlog) { return do_listen(fd, backlog); }
