@@ -1,9 +1,11 @@
 /* init: constructor, config loading and process-wide state. See shim.h. */
+#include "park.h"
 #include "shim.h"
 #include "log.h"
 #include "real.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -252,6 +254,7 @@ static void init(void)
 	}
 	setup_fds();
 	bs_role_detect_inherited();
+	pthread_atfork(bs_park_before_fork, NULL, NULL);
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }

@@ -87,15 +87,33 @@ int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen
 	return 1;
 }
 
-void bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
-			  uint64_t t0, int err, int quiet)
+/* A failure of the attempt that started at `started`, learned now, whose
+ * wait counts from `from`: the attempt's start for a connect that failed,
+ * now for a connection that was lost after it connected. */
+static void failed_from(const struct bs_config *cfg, const struct bs_dest *d,
+			uint64_t started, uint64_t from, int err, int quiet)
 {
 	uint64_t now = bs_now();
 	struct bs_entry *e = bs_table_claim(bs_tab(), d->key, now, cfg->policy.max_backoff);
 	if (!e)
 		return;
-	uint64_t s = atomic_load(&e->state);
-	bs_outcome_failed(e, d, s, t0, bs_next_wait(cfg, e, s), err, quiet);
+	uint64_t s = atomic_load(&e->state), delay = bs_next_wait(cfg, e, s);
+	if (delay != BS_STOP && from > started)
+		delay += from - started;
+	bs_outcome_failed(e, d, s, started, delay, err, quiet);
+}
+
+void bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+			  uint64_t t0, int err, int quiet)
+{
+	failed_from(cfg, d, t0, t0, err, quiet);
+}
+
+/* The connection on fd, which connected, was lost (closed early, a send
+ * error): one failed step, unless it folds into a later outcome. */
+static void lost(const struct bs_config *cfg, int fd, const struct bs_dest *d, int err)
+{
+	failed_from(cfg, d, atomic_load(&bs_fd_slot(bs_fds(), fd)->since), bs_now(), err, 0);
 }
 
 void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
@@ -113,7 +131,10 @@ void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, 
 	if (!e || bs_state_failures(s = atomic_load(&e->state)) == 0 || (s & BS_PROBATION) ||
 	    (fd >= 0 && !bs_sock_is_stream(fd))) /* a UDP connect proves nothing */
 		return;
-	uint32_t n = bs_entry_connected(e, bs_now());
+	/* the outcome's time is its attempt's start, as the fd records it:
+	 * a failure of this same connection later (closed early, a send
+	 * error) is then never folded into its own success */
+	uint32_t n = bs_entry_connected(e, t0);
 	bs_publish(e);
 	if (n && bs_log_enabled(BS_LOG_INFO)) {
 		struct bs_line l;
@@ -215,8 +236,7 @@ void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct b
 		proved_healthy(fd, d->key); /* an upload the peer took in full */
 	} else {
 		/* closed or reset before a single byte: a failed attempt */
-		bs_outcome_failed_later(cfg, d, atomic_load(&bs_fd_slot(bs_fds(), fd)->call_start),
-				     err ? err : ECONNRESET, 0);
+		lost(cfg, fd, d, err ? err : ECONNRESET);
 		bs_fd_clear(bs_fds(), fd);
 	}
 }
@@ -232,8 +252,7 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 	} else if (bs_sock_peer_is(fd, (d = bs_fd_dest(fd, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
-		bs_outcome_failed_later(cfg, &d, atomic_load(&bs_fd_slot(bs_fds(), fd)->since),
-					err, 0);
+		lost(cfg, fd, &d, err);
 		bs_fd_clear(bs_fds(), fd);
 	}
 }

@@ -332,3 +332,24 @@ int bs_park_wait_ms(uint64_t now, uint64_t until)
 	uint64_t ms = (until - now + BS_NS_PER_MS - 1) / BS_NS_PER_MS;
 	return ms > INT32_MAX ? INT32_MAX : (int)ms;
 }
+
+/* A socket that a child inherits (no FD_CLOEXEC) is shared from now on:
+ * never parked, and one that is parked now ends (its error owed). A
+ * close-on-exec socket is the parent's alone once the child has exec'd,
+ * and a child that keeps running uses its own copy of this table. */
+void bs_park_before_fork(void)
+{
+	struct bs_fdtab *t = bs_fds();
+	if (!bs_fd_any_pending(t))
+		return;
+	unsigned high = atomic_load(&t->high);
+	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
+		struct bs_fdslot *s = &t->slots[fd];
+		unsigned st = atomic_load_explicit(&s->state, memory_order_relaxed);
+		if (!bs_fd_state_is_pending(st) || !bs_sock_inherited_by_children((int)fd))
+			continue;
+		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
+		if (st == BS_FD_PARKED)
+			end_parked(NULL, (int)fd, s, NULL);
+	}
+}

@@ -86,6 +86,10 @@ enum bs_screen bs_park_screen(int fd);
  * failed, without reading the error. */
 enum bs_screen bs_park_screen_ready(int fd);
 
+/* fork() is about to run (pthread_atfork's prepare handler): sockets the
+ * child inherits can no longer be hidden. */
+void bs_park_before_fork(void);
+
 /* Timeout arithmetic for readiness wrappers: the program's deadline (ns,
  * BS_PARK_NEVER for none) from a timeout in ms (negative: none). */
 uint64_t bs_park_deadline_ms(uint64_t now, int timeout_ms);
