@@ -18,9 +18,9 @@ static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *
 	int r = bs_real_connect(fd, addr, len);
 	int err = errno;
 	if (r == 0 || err == EISCONN) {
-		bs_nb_outcome(cfg, fd, 0);
+		bs_nb_outcome(cfg, fd, 0, 0);
 	} else if (err != EALREADY && err != EINPROGRESS && err != EINTR) {
-		int res = bs_nb_outcome(cfg, fd, err);
+		int res = bs_nb_outcome(cfg, fd, err, 0);
 		/* reconnected: say so the way the kernel says "connected";
 		 * parked: still connecting */
 		err = res == BS_NB_PARKED_NOW ? EALREADY : res ? res : EISCONN;

@@ -30,7 +30,7 @@ static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	/* 0 means connected, or still connecting: only a peer tells. */
 	if (err == 0 && !bs_sock_has_peer(fd))
 		return r;
-	int saved = errno, res = bs_nb_outcome(cfg, fd, err);
+	int saved = errno, res = bs_nb_outcome(cfg, fd, err, 0);
 	*(int *)val = res == BS_NB_PARKED_NOW ? 0 : res; /* parked: still connecting */
 	errno = saved;
 	return r;

@@ -30,9 +30,11 @@ int bs_nb_last_err(uint64_t key)
 }
 
 /* Wait until the destination may be tried again, unless that is past the
- * budget. Signals do not end this wait (the calls it runs inside never fail
- * with EINTR). Returns BS_STOP_NONE when due, else why not (also in b). */
-static enum bs_stop wait_due(uint64_t key, struct bs_budget *b)
+ * budget. A signal handler ends the wait only inside a readiness call
+ * (`in_readiness`: poll and the like fail with EINTR whatever SA_RESTART
+ * says); connect() and sendto() go on. Returns BS_STOP_NONE when due, else
+ * why not (also in b). */
+static enum bs_stop wait_due(uint64_t key, struct bs_budget *b, int in_readiness)
 {
 	for (int i = 0; i < 100000; i++) {
 		struct bs_entry *e = bs_table_find(bs_tab(), key);
@@ -44,7 +46,9 @@ static enum bs_stop wait_due(uint64_t key, struct bs_budget *b)
 			return BS_STOP_NONE;
 		if (bs_budget_check_next(b, bs_state_next_at(s)) != BS_STOP_NONE)
 			return b->stop;
-		bs_wait((const uint32_t *)&e->seq, seq, bs_state_next_at(s));
+		if (bs_wait((const uint32_t *)&e->seq, seq, bs_state_next_at(s)) == EINTR &&
+		    in_readiness)
+			return bs_budget_stop(b, BS_STOP_SIGNAL);
 	}
 	return BS_STOP_NONE;
 }
@@ -60,7 +64,7 @@ static struct bs_budget wait_budget(const struct bs_config *cfg, uint64_t now)
 int bs_nb_wait_due(const struct bs_config *cfg, uint64_t key, uint64_t now)
 {
 	struct bs_budget b = wait_budget(cfg, now);
-	return wait_due(key, &b) == BS_STOP_NONE ? 0 : bs_nb_last_err(key);
+	return wait_due(key, &b, 0) == BS_STOP_NONE ? 0 : bs_nb_last_err(key);
 }
 
 /* Pace: has initial_backoff passed since the destination's last outcome?
@@ -146,7 +150,10 @@ static int reconnect(int fd, const struct sockaddr *addr, socklen_t len, uint64_
 			break;
 		struct pollfd p = {fd, POLLOUT, 0};
 		uint64_t ms = (end - now) / BS_NS_PER_MS + 1;
-		if (bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms) > 0) {
+		int r = bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms);
+		if (r < 0 && errno == EINTR)
+			return EINTR; /* the handshake goes on; the caller decides */
+		if (r > 0) {
 			if (p.revents & POLLNVAL)
 				return EBADF;
 			int err = bs_sock_take_error(fd);
@@ -167,7 +174,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	if (!e) /* untracked: the table is full */
 		return bs_budget_stop(b, BS_STOP_TABLE_FULL), 0;
-	if (wait_due(d->key, b) != BS_STOP_NONE)
+	if (wait_due(d->key, b, 1) != BS_STOP_NONE)
 		return 0;
 	uint64_t a0 = bs_now(), s = atomic_load(&e->state);
 	uint64_t delay = bs_next_wait(cfg, e, s);
@@ -178,6 +185,10 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
 	uint64_t end = bs_budget_end(b);
 	*err = reconnect(fd, d->addr, d->len, lim < end ? lim : end);
+	if (*err == EINTR) {
+		bs_fd_set(bs_fds(), fd, BS_FD_CONNECTING, a0); /* in flight, as the kernel has it */
+		return bs_budget_stop(b, BS_STOP_SIGNAL), 0;
+	}
 	if (*err == 0) {
 		bs_outcome_connected(cfg, d, fd, a0);
 		return 0;
@@ -202,6 +213,12 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		;
 	if (err == 0)
 		return 0;
+	if (b.stop == BS_STOP_SIGNAL) {
+		/* the readiness call fails with EINTR, as it would without the
+		 * shim; the socket stays "connecting" (in flight, or parked) */
+		if (err == EINTR || bs_park(cfg, fd, err))
+			return BS_NB_EINTR;
+	}
 	bs_outcome_forget(fd);
 	int saved = errno;
 	bs_outcome_give_up(d, &b, err);
@@ -212,7 +229,7 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 /* A retryable failure of fd's attempt (started at t0), published. Returns
  * what the program sees: the error, or BS_NB_PARKED_NOW. */
 static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64_t t0,
-		  uint64_t start, int err)
+		  uint64_t start, int err, int may_wait)
 {
 	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
 	bs_outcome_failed_later(cfg, d, t0, err, fallback);
@@ -220,19 +237,18 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		bs_outcome_forget(fd);
 		return err;
 	}
-	switch (bs_nb_mode(cfg)) {
-	case BS_NB_DEFER:
-		if (bs_park(cfg, fd, err))
-			return BS_NB_PARKED_NOW;
-		break;
-	case BS_NB_RETRY:
+	int mode = bs_nb_mode(cfg);
+	if (mode == BS_NB_RETRY && may_wait)
 		return nb_retry(cfg, fd, d, start, err);
-	}
+	/* retry mode waits only where the program could block itself;
+	 * elsewhere (getsockopt, send, recv...) it parks, as defer does */
+	if ((mode == BS_NB_DEFER || mode == BS_NB_RETRY) && bs_park(cfg, fd, err))
+		return BS_NB_PARKED_NOW;
 	bs_outcome_forget(fd);
 	return err;
 }
 
-int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
+int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 {
 	struct bs_fdslot *sl = bs_fd_slot(bs_fds(), fd);
 	if (!sl || atomic_load(&sl->state) != BS_FD_CONNECTING)
@@ -261,5 +277,5 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err)
 		bs_outcome_forget(fd);
 		return err;
 	}
-	return failed(cfg, fd, &d, t0, start, err);
+	return failed(cfg, fd, &d, t0, start, err, may_wait);
 }

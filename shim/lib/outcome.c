@@ -59,32 +59,44 @@ uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t 
 			      bs_policy_unit(bs_random()));
 }
 
-int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
-		   uint64_t t0, uint64_t delay, int err, int quiet)
+static void log_failure(const struct bs_dest *d, uint32_t step, uint64_t wait, int err)
+{
+	struct bs_line l;
+	bs_line_start(&l);
+	line_dest(&l, d);
+	bs_line_str(&l, bs_errno_msg(err));
+	bs_line_str(&l, " (attempt ");
+	bs_line_u64(&l, step);
+	bs_line_str(&l, "), next attempt in ");
+	bs_line_dur(&l, wait); /* the schedule's wait, as drawn */
+	bs_line_emit(&l, BS_LOG_INFO);
+}
+
+/* One failed step of e (read as `seen`) for an attempt that started at
+ * `started`; the next attempt `delay` after `from`. */
+static int publish_failure(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+			   uint64_t started, uint64_t from, uint64_t delay, int err, int quiet)
 {
 	uint32_t f = bs_state_failures(seen) + 1;
 	if (delay == BS_STOP) {
 		delay = 0; /* no more retries: the give-up line says so */
 		quiet = 1;
 	}
-	uint64_t now = bs_now(), next = t0 + delay;
+	uint64_t now = bs_now();
 	bs_res_mark(bs_res(), d->key, BS_CAND_FAILED, now, BS_RES_HORIZON);
-	if (!bs_entry_fail(e, seen, t0, next, f, err, now))
-		return 0;
+	if (!bs_entry_fail(e, seen, started, from + delay, f, err, now))
+		return 0; /* folded into another outcome */
 	atomic_store(&e->last_wait, delay);
-	if (!quiet && bs_log_enabled(BS_LOG_INFO)) {
-		struct bs_line l;
-		bs_line_start(&l);
-		line_dest(&l, d);
-		bs_line_str(&l, bs_errno_msg(err));
-		bs_line_str(&l, " (attempt ");
-		bs_line_u64(&l, f);
-		bs_line_str(&l, "), next attempt in ");
-		bs_line_dur(&l, next > now ? next - now : 0);
-		bs_line_emit(&l, BS_LOG_INFO);
-	}
+	if (!quiet && bs_log_enabled(BS_LOG_INFO))
+		log_failure(d, f, delay, err);
 	bs_publish(e);
 	return 1;
+}
+
+int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+		   uint64_t t0, uint64_t delay, int err, int quiet)
+{
+	return publish_failure(e, d, seen, t0, t0, delay, err, quiet);
 }
 
 /* A failure of the attempt that started at `started`, learned now, whose
@@ -97,10 +109,8 @@ static void failed_from(const struct bs_config *cfg, const struct bs_dest *d,
 	struct bs_entry *e = bs_table_claim(bs_tab(), d->key, now, cfg->policy.max_backoff);
 	if (!e)
 		return;
-	uint64_t s = atomic_load(&e->state), delay = bs_next_wait(cfg, e, s);
-	if (delay != BS_STOP && from > started)
-		delay += from - started;
-	bs_outcome_failed(e, d, s, started, delay, err, quiet);
+	uint64_t s = atomic_load(&e->state);
+	publish_failure(e, d, s, started, from, bs_next_wait(cfg, e, s), err, quiet);
 }
 
 void bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,

@@ -204,7 +204,7 @@ static void reconnect(const struct bs_config *cfg, int fd, struct bs_fdslot *s, 
 	if (r == 0 || err == EINPROGRESS || err == EALREADY)
 		return; /* (a connect at once: the program learns it as usual) */
 	/* failed at once: an outcome like any other */
-	int res = bs_nb_outcome(cfg, fd, err);
+	int res = bs_nb_outcome(cfg, fd, err, 0);
 	if (res != BS_NB_PARKED_NOW)
 		owe(fd, res ? res : err); /* to its next look */
 }
@@ -302,9 +302,11 @@ enum bs_screen bs_park_screen(int fd)
 	int err;
 	if (!bs_sock_ident(fd, &id) || (err = bs_sock_take_error(fd)) <= 0)
 		return BS_SCREEN_KEEP;
-	int res = bs_nb_outcome(cfg, fd, err);
+	int res = bs_nb_outcome(cfg, fd, err, 1);
 	if (res == BS_NB_PARKED_NOW)
 		return BS_SCREEN_HIDE;
+	if (res == BS_NB_EINTR)
+		return BS_SCREEN_EINTR;
 	if (res == 0)
 		return BS_SCREEN_CONNECTED; /* retry mode reconnected it */
 	bs_owe(fd, &id, res); /* read away here: owed to this very socket */

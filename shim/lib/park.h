@@ -77,8 +77,10 @@ unsigned bs_park_run_fd(int fd, uint64_t now);
  *   KEEP:      the report as it is (the error, if read away, is owed to the
  *              program's next look: bs_owed_take);
  *   HIDE:      nothing (fd is parked now);
- *   CONNECTED: writable (retry mode connected it). */
-enum bs_screen { BS_SCREEN_KEEP, BS_SCREEN_HIDE, BS_SCREEN_CONNECTED };
+ *   CONNECTED: writable (retry mode connected it);
+ *   EINTR:     nothing, and the readiness call fails with EINTR (a signal
+ *              handler ended retry mode's wait). */
+enum bs_screen { BS_SCREEN_KEEP, BS_SCREEN_HIDE, BS_SCREEN_CONNECTED, BS_SCREEN_EINTR };
 enum bs_screen bs_park_screen(int fd);
 
 /* As bs_park_screen for readiness APIs that report a failed connect only

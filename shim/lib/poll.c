@@ -53,11 +53,15 @@ static int hide_parked(const struct call *c, struct pollfd *set)
 	return hidden;
 }
 
-static short screened(struct pollfd *p)
+/* What the program is told of entry p; sets *intr on a signal (retry). */
+static short screened(const struct pollfd *p, int *intr)
 {
-	if (!(p->revents & (POLLERR | POLLHUP)) || p->fd < 0)
-		return p->revents;
+	if (p->fd < 0 || !(p->revents & (POLLERR | POLLHUP)))
+		return p->fd < 0 ? 0 : p->revents;
 	switch (bs_park_screen(p->fd)) {
+	case BS_SCREEN_EINTR:
+		*intr = 1;
+		/* fall through */
 	case BS_SCREEN_HIDE:
 		return 0;
 	case BS_SCREEN_CONNECTED:
@@ -68,15 +72,15 @@ static short screened(struct pollfd *p)
 }
 
 /* Screen the copy's reports and hand them to the program. Returns how
- * many entries have something to report. */
-static int report(const struct call *c, struct pollfd *set)
+ * many entries have something to report, or -1 (EINTR). */
+static int report(const struct call *c, const struct pollfd *set)
 {
-	int r = 0;
+	int r = 0, intr = 0;
 	for (nfds_t i = 0; i < c->n; i++) {
-		c->fds[i].revents = set[i].fd < 0 ? 0 : screened(&set[i]);
+		c->fds[i].revents = screened(&set[i], &intr);
 		r += c->fds[i].revents != 0;
 	}
-	return r;
+	return intr ? -1 : r;
 }
 
 static int deferred(const struct call *c)
@@ -90,6 +94,8 @@ static int deferred(const struct call *c)
 		if (r < 0)
 			return r; /* EINTR and the rest: the program's, as they are */
 		r = report(c, set);
+		if (r < 0)
+			return errno = EINTR, -1;
 		if (r || bs_now() >= c->deadline) {
 			errno = saved;
 			return r;

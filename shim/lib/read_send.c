@@ -63,9 +63,9 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		return errno = err, r;
 	if (st == BS_FD_CONNECTING) {
 		if (r >= 0)
-			bs_nb_outcome(cfg, fd, 0);
+			bs_nb_outcome(cfg, fd, 0, 0);
 		else if (err != EAGAIN && err != EINTR && bs_config_retries(cfg, err)) {
-			int res = bs_nb_outcome(cfg, fd, err);
+			int res = bs_nb_outcome(cfg, fd, err, 0);
 			/* reconnected or parked: still connecting, nothing yet */
 			return errno = res > 0 ? res : EAGAIN, -1;
 		}
@@ -110,12 +110,12 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 		return errno = err, r;
 	if (st == BS_FD_CONNECTING) {
 		if (r >= 0) {
-			bs_nb_outcome(cfg, o->fd, 0);
+			bs_nb_outcome(cfg, o->fd, 0, 0);
 			return errno = err, r;
 		}
 		if (err == EAGAIN || err == EINTR || !bs_config_retries(cfg, err))
 			return errno = err, -1;
-		if ((err = bs_nb_outcome(cfg, o->fd, err)) != 0) /* parked: not yet */
+		if ((err = bs_nb_outcome(cfg, o->fd, err, 0)) != 0) /* parked: not yet */
 			return errno = err == BS_NB_PARKED_NOW ? EAGAIN : err, -1;
 		errno = saved;
 		return redo(o); /* now connected: nothing was ever sent */

@@ -156,10 +156,16 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 		  socklen_t len, uint64_t key);
 /* The program learned err (0 = connected) for a tracked connecting fd.
  * Returns the error the program should see (0 = connected), or
- * BS_NB_PARKED_NOW: defer mode parked fd (park.h), so to the program it is
- * still connecting. May block in retry mode. */
+ *   BS_NB_PARKED_NOW: fd is parked (park.h): to the program it is still
+ *                     connecting;
+ *   BS_NB_EINTR:      (may_wait only) a signal handler ended retry mode's
+ *                     wait: the readiness call fails with EINTR, fd still
+ *                     connecting (in flight or parked).
+ * may_wait: the call is one where the program could block (a readiness
+ * call); only there does retry mode wait and retry. */
 #define BS_NB_PARKED_NOW (-1)
-int bs_nb_outcome(const struct bs_config *cfg, int fd, int err);
+#define BS_NB_EINTR (-2)
+int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait);
 /* responsive.c: the responsive policy's connect, and an outcome learned
  * later (err 0: connected). */
 int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
