@@ -80,87 +80,123 @@ int bs_config_retries(const struct bs_config *c, int err)
 	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
 }
 
+static int fail(const char **why, const char *reason)
+{
+	*why = reason;
+	return -1;
+}
+
+static int apply_duration(char *field, enum kind kind, const char *v, const char **why)
+{
+	uint64_t u;
+	if (bs_parse_duration(v, &u, why))
+		return -1;
+	if (kind == K_DUR_POS && u == 0)
+		return fail(why, "must be greater than 0");
+	memcpy(field, &u, sizeof u);
+	return 0;
+}
+
+/* Why d is out of the range of a number of this kind; NULL if it is not. */
+static const char *number_out_of_range(enum kind kind, double d)
+{
+	if (kind == K_FACTOR && d > 1.0)
+		return "must be between 0 and 1";
+	if ((kind == K_MULT || kind == K_UP) && (d < 1.0 || d > 100.0))
+		return "must be between 1 and 100";
+	if (kind == K_JITTER && d > 1.0)
+		return "must be between 0 and 1";
+	return NULL;
+}
+
+static int apply_number(char *field, enum kind kind, const char *v, const char **why)
+{
+	double d;
+	if (bs_parse_number(v, &d, why))
+		return -1;
+	const char *range = number_out_of_range(kind, d);
+	if (range)
+		return fail(why, range);
+	memcpy(field, &d, sizeof d);
+	return 0;
+}
+
+static int apply_uint32(char *field, const char *v, const char **why)
+{
+	uint64_t u;
+	if (bs_parse_uint(v, 1000000000u, &u, why))
+		return -1;
+	*(uint32_t *)(void *)field = (uint32_t)u;
+	return 0;
+}
+
+static int apply_u64(struct bs_config *c, const struct key *k, const char *v,
+		     const char **why)
+{
+	uint64_t u;
+	if (bs_parse_uint(v, UINT64_MAX, &u, why))
+		return -1;
+	memcpy((char *)c + k->off, &u, sizeof u);
+	if (k->off == offsetof(struct bs_config, seed))
+		c->seed_set = 1;
+	return 0;
+}
+
+static int apply_bool(char *field, const char *v, const char **why)
+{
+	int b;
+	if (bs_parse_bool(v, &b, why))
+		return -1;
+	*(int *)(void *)field = b;
+	return 0;
+}
+
+static int apply_path(struct bs_config *c, char *field, const char *v, const char **why)
+{
+	if (!*v)
+		return fail(why, "empty path");
+	if (strlen(v) >= sizeof c->log_file)
+		return fail(why, "path too long");
+	strcpy(field, v);
+	return 0;
+}
+
 static int apply(struct bs_config *c, const struct key *k, const char *v,
 		 const char **why)
 {
 	char *field = (char *)c + k->off;
-	uint64_t u;
-	double d;
-	int b;
+	int *int_field = (int *)(void *)field;
 	switch (k->kind) {
 	case K_DUR_POS:
 	case K_DUR:
-		if (bs_parse_duration(v, &u, why))
-			return -1;
-		if (k->kind == K_DUR_POS && u == 0) {
-			*why = "must be greater than 0";
-			return -1;
-		}
-		memcpy(field, &u, sizeof u);
-		return 0;
+		return apply_duration(field, k->kind, v, why);
 	case K_MULT:
 	case K_JITTER:
 	case K_UP:
 	case K_FACTOR:
-		if (bs_parse_number(v, &d, why))
-			return -1;
-		if (k->kind == K_FACTOR && d > 1.0) {
-			*why = "must be between 0 and 1";
-			return -1;
-		}
-		if ((k->kind == K_MULT || k->kind == K_UP) && (d < 1.0 || d > 100.0)) {
-			*why = "must be between 1 and 100";
-			return -1;
-		}
-		if (k->kind == K_JITTER && d > 1.0) {
-			*why = "must be between 0 and 1";
-			return -1;
-		}
-		memcpy(field, &d, sizeof d);
-		return 0;
+		return apply_number(field, k->kind, v, why);
 	case K_UINT32:
-		if (bs_parse_uint(v, 1000000000u, &u, why))
-			return -1;
-		*(uint32_t *)(void *)field = (uint32_t)u;
-		return 0;
+		return apply_uint32(field, v, why);
 	case K_U64:
-		if (bs_parse_uint(v, UINT64_MAX, &u, why))
-			return -1;
-		memcpy(field, &u, sizeof u);
-		if (k->off == offsetof(struct bs_config, seed))
-			c->seed_set = 1;
-		return 0;
+		return apply_u64(c, k, v, why);
 	case K_ERRS:
 		return bs_parse_errlist(v, (uint64_t *)(void *)field, why);
 	case K_BOOL:
-		if (bs_parse_bool(v, &b, why))
-			return -1;
-		*(int *)(void *)field = b;
-		return 0;
+		return apply_bool(field, v, why);
 	case K_LEVEL:
-		return bs_parse_level(v, (int *)(void *)field, why);
+		return bs_parse_level(v, int_field, why);
 	case K_NBMODE:
-		return bs_parse_nbmode(v, (int *)(void *)field, why);
+		return bs_parse_nbmode(v, int_field, why);
 	case K_POLICY:
-		return bs_parse_policy(v, (int *)(void *)field, why);
+		return bs_parse_policy(v, int_field, why);
 	case K_JMODE:
-		return bs_parse_jmode(v, (int *)(void *)field, why);
+		return bs_parse_jmode(v, int_field, why);
 	case K_DELAYS:
 		return bs_parse_delays(v, (struct bs_policy *)(void *)field, why);
 	case K_PATH:
-		if (!*v) {
-			*why = "empty path";
-			return -1;
-		}
-		if (strlen(v) >= sizeof c->log_file) {
-			*why = "path too long";
-			return -1;
-		}
-		strcpy(field, v);
-		return 0;
+		return apply_path(c, field, v, why);
 	}
-	*why = "internal error";
-	return -1;
+	return fail(why, "internal error");
 }
 
 int bs_config_set(struct bs_config *c, const char *section, const char *key,
