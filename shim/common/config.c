@@ -231,6 +231,60 @@ struct ini_ctx {
 	int dest;     /* the [dest ...] section being read, -1 if none/bad */
 };
 
+/* The spec of a "[dest SPEC]" header s: up to the ']' that closes it,
+ * after a bracketed IPv6 address's own, if any ([dest [::1]:6379]). */
+static void dest_header_spec(const char *s, char spec[200])
+{
+	const char *b = s + 6, *q = *b == '[' ? strchr(b, ']') : b;
+	const char *close = q ? strchr(*b == '[' ? q + 1 : b, ']') : NULL;
+	if (!close)
+		close = strrchr(s, ']');
+	size_t n = (size_t)(close - b);
+	memcpy(spec, s + 6, n);
+	spec[n] = '\0';
+}
+
+/* A section header s: inih forgets the previous key; a [dest ...] section
+ * begins a rule. */
+static void screen_section(struct ini_ctx *x, const char *s)
+{
+	x->have_key = 0;
+	x->dest = -1;
+	if (!strncasecmp(s, "[dest ", 6)) {
+		char spec[200];
+		dest_header_spec(s, spec);
+		x->dest = bs_rule_begin(x->c, spec, x->origin, x->line, x->report, x->rctx);
+	}
+}
+
+/* inih reports only its first syntax error; screen every line here. Like
+ * inih, skip a BOM on line 1; an indented line continues the previous
+ * key's value (the handler judges it) if there is one. */
+static void screen_line(struct ini_ctx *x, const char *str)
+{
+	const char *start = str;
+	if (x->line == 1 && strncmp(start, "\xEF\xBB\xBF", 3) == 0)
+		start += 3;
+	const char *s = start + strspn(start, " \t\r");
+	if (!*s || *s == ';' || *s == '#' || *s == '\n' || (s > start && x->have_key))
+		return;
+	if (*s == '[' && strchr(s, ']'))
+		screen_section(x, s);
+	else if (*s == '[' || (!strchr(s, '=') && !strchr(s, ':')))
+		x->report(x->rctx, x->origin, x->line, NULL, NULL,
+			  *s == '[' ? "section header without ']'" : "not a 'key = value' line");
+}
+
+/* Why the next line, len bytes, cannot be handed to inih; NULL if it can. */
+static const char *unreadable_line(const struct ini_ctx *x, size_t len, int num)
+{
+	if (len > (size_t)MAX_LINE || len >= (size_t)num)
+		return "line too long (at most 198 characters)";
+	if (memchr(x->p, '\0', len))
+		return "binary data in line";
+	return NULL;
+}
+
 static char *reader(char *str, int num, void *stream)
 {
 	struct ini_ctx *x = stream;
@@ -239,11 +293,7 @@ static char *reader(char *str, int num, void *stream)
 	const char *nl = memchr(x->p, '\n', (size_t)(x->end - x->p));
 	size_t len = nl ? (size_t)(nl - x->p) + 1 : (size_t)(x->end - x->p);
 	x->line++;
-	const char *why = NULL;
-	if (len > (size_t)MAX_LINE || len >= (size_t)num)
-		why = "line too long (at most 198 characters)";
-	else if (memchr(x->p, '\0', len))
-		why = "binary data in line";
+	const char *why = unreadable_line(x, len, num);
 	if (why) {
 		x->report(x->rctx, x->origin, x->line, NULL, NULL, why);
 		x->p += len;
@@ -253,37 +303,7 @@ static char *reader(char *str, int num, void *stream)
 	memcpy(str, x->p, len);
 	str[len] = '\0';
 	x->p += len;
-	/* inih reports only its first syntax error; screen every line here.
-	 * Like inih, skip a BOM on line 1; an indented line continues the
-	 * previous key's value (the handler judges it) if there is one. */
-	const char *start = str;
-	if (x->line == 1 && strncmp(start, "\xEF\xBB\xBF", 3) == 0)
-		start += 3;
-	const char *s = start + strspn(start, " \t\r");
-	if (*s && *s != ';' && *s != '#' && *s != '\n' && !(s > start && x->have_key)) {
-		if (*s == '[' && strchr(s, ']')) {
-			x->have_key = 0; /* new section: inih forgets the key */
-			x->dest = -1;
-			if (!strncasecmp(s, "[dest ", 6)) {
-				char spec[200];
-				/* the ']' that closes it: after a bracketed IPv6
-				 * address's own, if any ([dest [::1]:6379]) */
-				const char *b = s + 6, *q = *b == '[' ? strchr(b, ']') : b;
-				const char *close = q ? strchr(*b == '[' ? q + 1 : b, ']') : NULL;
-				if (!close)
-					close = strrchr(s, ']');
-				size_t n = (size_t)(close - b);
-				memcpy(spec, s + 6, n);
-				spec[n] = '\0';
-				x->dest = bs_rule_begin(x->c, spec, x->origin, x->line, x->report,
-							x->rctx);
-			}
-		}
-		else if (*s == '[' || (!strchr(s, '=') && !strchr(s, ':')))
-			x->report(x->rctx, x->origin, x->line, NULL, NULL,
-				  *s == '[' ? "section header without ']'"
-					    : "not a 'key = value' line");
-	}
+	screen_line(x, str);
 	return str;
 }
 
