@@ -151,7 +151,53 @@ static uint64_t random_seed(void)
 	return bs_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid());
 }
 
-int bs_cmd_schedule(int argc, char **argv)
+struct schedule_opts {
+	struct load_ctx x;
+	struct bs_cli_dest dest;
+	int have_dest, have_seed;
+	uint64_t rows, seed;
+};
+
+/* What an option asks for when the command goes on. */
+#define GO_ON (-1)
+
+/* One option of the command line: GO_ON, or the exit status to end with. */
+static int take_option(int c, char **argv, struct schedule_opts *o)
+{
+	const char *why;
+	switch (c) {
+	case 'c':
+		if (!*optarg)
+			return bs_cli_usage("schedule", "--config needs a file name");
+		o->x.config = optarg;
+		return GO_ON;
+	case 'd':
+		if (bs_cli_dest_parse(optarg, &o->dest))
+			return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
+					    "127.0.0.1:5432, [::1]:6379, db.internal:5432 "
+					    "or unix:/run/app.sock", optarg);
+		o->have_dest = 1;
+		return GO_ON;
+	case 'n':
+		if (bs_parse_uint(optarg, MAX_ROWS, &o->rows, &why))
+			return bs_cli_usage("schedule", "-n '%s': %s (at most %d)", optarg,
+					    why, MAX_ROWS);
+		return GO_ON;
+	case 's':
+		if (bs_parse_uint(optarg, UINT64_MAX, &o->seed, &why))
+			return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
+		o->have_seed = 1;
+		return GO_ON;
+	case 'h':
+		fputs(help_text, stdout);
+		return 0;
+	default:
+		return bs_cli_bad_option("schedule", c, argv);
+	}
+}
+
+/* The command line into *o: GO_ON, or the exit status to end with. */
+static int parse_options(int argc, char **argv, struct schedule_opts *o)
 {
 	static const struct option longopts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -160,61 +206,48 @@ int bs_cmd_schedule(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static struct bs_rules rules;
-	struct bs_cli_dest dest;
-	int have_dest = 0;
-	const char *why;
-	uint64_t rows = 10, seed = 0;
-	int c, have_seed = 0;
-	struct load_ctx x = {NULL, 0};
+	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			if (!*optarg)
-				return bs_cli_usage("schedule", "--config needs a file name");
-			x.config = optarg;
-			break;
-		case 'd':
-			if (bs_cli_dest_parse(optarg, &dest))
-				return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
-						    "127.0.0.1:5432, [::1]:6379, db.internal:5432 "
-						    "or unix:/run/app.sock", optarg);
-			have_dest = 1;
-			break;
-		case 'n':
-			if (bs_parse_uint(optarg, MAX_ROWS, &rows, &why))
-				return bs_cli_usage("schedule", "-n '%s': %s (at most %d)", optarg,
-						    why, MAX_ROWS);
-			break;
-		case 's':
-			if (bs_parse_uint(optarg, UINT64_MAX, &seed, &why))
-				return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
-			have_seed = 1;
-			break;
-		case 'h':
-			fputs(help_text, stdout);
-			return 0;
-		default:
-			return bs_cli_bad_option("schedule", c, argv);
-		}
+		int status = take_option(c, argv, o);
+		if (status != GO_ON)
+			return status;
 	}
 	if (optind < argc)
 		return bs_cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
+	return GO_ON;
+}
 
-	struct bs_config all;
-	bs_config_load_rules(&all, &rules, get_env, bs_read_file_libc, report, &x);
-	const struct bs_config *cfg = print_sources(&all, &x, have_dest ? &dest : NULL);
+/* --seed, else the configured seed, else a random one; printed with where
+ * it came from. */
+static uint64_t choose_seed(const struct schedule_opts *o, const struct bs_config *cfg)
+{
+	uint64_t seed = o->seed;
 	const char *how = "--seed";
-	if (!have_seed && cfg->seed_set) {
+	if (!o->have_seed && cfg->seed_set) {
 		seed = cfg->seed;
 		how = "the configured seed";
-	} else if (!have_seed) {
+	} else if (!o->have_seed) {
 		seed = random_seed();
 		how = "random; pass --seed to repeat";
 	}
 	printf("seed: %llu (%s)\n", (unsigned long long)seed, how);
-	if (rows)
-		print_rows(cfg, seed, (uint32_t)rows);
+	return seed;
+}
+
+int bs_cmd_schedule(int argc, char **argv)
+{
+	static struct bs_rules rules;
+	struct schedule_opts o = {.x = {NULL, 0}, .rows = 10};
+	int status = parse_options(argc, argv, &o);
+	if (status != GO_ON)
+		return status;
+
+	struct bs_config all;
+	bs_config_load_rules(&all, &rules, get_env, bs_read_file_libc, report, &o.x);
+	const struct bs_config *cfg = print_sources(&all, &o.x, o.have_dest ? &o.dest : NULL);
+	uint64_t seed = choose_seed(&o, cfg);
+	if (o.rows)
+		print_rows(cfg, seed, (uint32_t)o.rows);
 	return 0;
 }

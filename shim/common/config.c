@@ -80,87 +80,123 @@ int bs_config_retries(const struct bs_config *c, int err)
 	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
 }
 
+static int fail(const char **why, const char *reason)
+{
+	*why = reason;
+	return -1;
+}
+
+static int apply_duration(char *field, enum kind kind, const char *v, const char **why)
+{
+	uint64_t u;
+	if (bs_parse_duration(v, &u, why))
+		return -1;
+	if (kind == K_DUR_POS && u == 0)
+		return fail(why, "must be greater than 0");
+	memcpy(field, &u, sizeof u);
+	return 0;
+}
+
+/* Why d is out of the range of a number of this kind; NULL if it is not. */
+static const char *number_out_of_range(enum kind kind, double d)
+{
+	if (kind == K_FACTOR && d > 1.0)
+		return "must be between 0 and 1";
+	if ((kind == K_MULT || kind == K_UP) && (d < 1.0 || d > 100.0))
+		return "must be between 1 and 100";
+	if (kind == K_JITTER && d > 1.0)
+		return "must be between 0 and 1";
+	return NULL;
+}
+
+static int apply_number(char *field, enum kind kind, const char *v, const char **why)
+{
+	double d;
+	if (bs_parse_number(v, &d, why))
+		return -1;
+	const char *range = number_out_of_range(kind, d);
+	if (range)
+		return fail(why, range);
+	memcpy(field, &d, sizeof d);
+	return 0;
+}
+
+static int apply_uint32(char *field, const char *v, const char **why)
+{
+	uint64_t u;
+	if (bs_parse_uint(v, 1000000000u, &u, why))
+		return -1;
+	*(uint32_t *)(void *)field = (uint32_t)u;
+	return 0;
+}
+
+static int apply_u64(struct bs_config *c, const struct key *k, const char *v,
+		     const char **why)
+{
+	uint64_t u;
+	if (bs_parse_uint(v, UINT64_MAX, &u, why))
+		return -1;
+	memcpy((char *)c + k->off, &u, sizeof u);
+	if (k->off == offsetof(struct bs_config, seed))
+		c->seed_set = 1;
+	return 0;
+}
+
+static int apply_bool(char *field, const char *v, const char **why)
+{
+	int b;
+	if (bs_parse_bool(v, &b, why))
+		return -1;
+	*(int *)(void *)field = b;
+	return 0;
+}
+
+static int apply_path(struct bs_config *c, char *field, const char *v, const char **why)
+{
+	if (!*v)
+		return fail(why, "empty path");
+	if (strlen(v) >= sizeof c->log_file)
+		return fail(why, "path too long");
+	strcpy(field, v);
+	return 0;
+}
+
 static int apply(struct bs_config *c, const struct key *k, const char *v,
 		 const char **why)
 {
 	char *field = (char *)c + k->off;
-	uint64_t u;
-	double d;
-	int b;
+	int *int_field = (int *)(void *)field;
 	switch (k->kind) {
 	case K_DUR_POS:
 	case K_DUR:
-		if (bs_parse_duration(v, &u, why))
-			return -1;
-		if (k->kind == K_DUR_POS && u == 0) {
-			*why = "must be greater than 0";
-			return -1;
-		}
-		memcpy(field, &u, sizeof u);
-		return 0;
+		return apply_duration(field, k->kind, v, why);
 	case K_MULT:
 	case K_JITTER:
 	case K_UP:
 	case K_FACTOR:
-		if (bs_parse_number(v, &d, why))
-			return -1;
-		if (k->kind == K_FACTOR && d > 1.0) {
-			*why = "must be between 0 and 1";
-			return -1;
-		}
-		if ((k->kind == K_MULT || k->kind == K_UP) && (d < 1.0 || d > 100.0)) {
-			*why = "must be between 1 and 100";
-			return -1;
-		}
-		if (k->kind == K_JITTER && d > 1.0) {
-			*why = "must be between 0 and 1";
-			return -1;
-		}
-		memcpy(field, &d, sizeof d);
-		return 0;
+		return apply_number(field, k->kind, v, why);
 	case K_UINT32:
-		if (bs_parse_uint(v, 1000000000u, &u, why))
-			return -1;
-		*(uint32_t *)(void *)field = (uint32_t)u;
-		return 0;
+		return apply_uint32(field, v, why);
 	case K_U64:
-		if (bs_parse_uint(v, UINT64_MAX, &u, why))
-			return -1;
-		memcpy(field, &u, sizeof u);
-		if (k->off == offsetof(struct bs_config, seed))
-			c->seed_set = 1;
-		return 0;
+		return apply_u64(c, k, v, why);
 	case K_ERRS:
 		return bs_parse_errlist(v, (uint64_t *)(void *)field, why);
 	case K_BOOL:
-		if (bs_parse_bool(v, &b, why))
-			return -1;
-		*(int *)(void *)field = b;
-		return 0;
+		return apply_bool(field, v, why);
 	case K_LEVEL:
-		return bs_parse_level(v, (int *)(void *)field, why);
+		return bs_parse_level(v, int_field, why);
 	case K_NBMODE:
-		return bs_parse_nbmode(v, (int *)(void *)field, why);
+		return bs_parse_nbmode(v, int_field, why);
 	case K_POLICY:
-		return bs_parse_policy(v, (int *)(void *)field, why);
+		return bs_parse_policy(v, int_field, why);
 	case K_JMODE:
-		return bs_parse_jmode(v, (int *)(void *)field, why);
+		return bs_parse_jmode(v, int_field, why);
 	case K_DELAYS:
 		return bs_parse_delays(v, (struct bs_policy *)(void *)field, why);
 	case K_PATH:
-		if (!*v) {
-			*why = "empty path";
-			return -1;
-		}
-		if (strlen(v) >= sizeof c->log_file) {
-			*why = "path too long";
-			return -1;
-		}
-		strcpy(field, v);
-		return 0;
+		return apply_path(c, field, v, why);
 	}
-	*why = "internal error";
-	return -1;
+	return fail(why, "internal error");
 }
 
 int bs_config_set(struct bs_config *c, const char *section, const char *key,
@@ -195,6 +231,60 @@ struct ini_ctx {
 	int dest;     /* the [dest ...] section being read, -1 if none/bad */
 };
 
+/* The spec of a "[dest SPEC]" header s: up to the ']' that closes it,
+ * after a bracketed IPv6 address's own, if any ([dest [::1]:6379]). */
+static void dest_header_spec(const char *s, char spec[200])
+{
+	const char *b = s + 6, *q = *b == '[' ? strchr(b, ']') : b;
+	const char *close = q ? strchr(*b == '[' ? q + 1 : b, ']') : NULL;
+	if (!close)
+		close = strrchr(s, ']');
+	size_t n = (size_t)(close - b);
+	memcpy(spec, s + 6, n);
+	spec[n] = '\0';
+}
+
+/* A section header s: inih forgets the previous key; a [dest ...] section
+ * begins a rule. */
+static void screen_section(struct ini_ctx *x, const char *s)
+{
+	x->have_key = 0;
+	x->dest = -1;
+	if (!strncasecmp(s, "[dest ", 6)) {
+		char spec[200];
+		dest_header_spec(s, spec);
+		x->dest = bs_rule_begin(x->c, spec, x->origin, x->line, x->report, x->rctx);
+	}
+}
+
+/* inih reports only its first syntax error; screen every line here. Like
+ * inih, skip a BOM on line 1; an indented line continues the previous
+ * key's value (the handler judges it) if there is one. */
+static void screen_line(struct ini_ctx *x, const char *str)
+{
+	const char *start = str;
+	if (x->line == 1 && strncmp(start, "\xEF\xBB\xBF", 3) == 0)
+		start += 3;
+	const char *s = start + strspn(start, " \t\r");
+	if (!*s || *s == ';' || *s == '#' || *s == '\n' || (s > start && x->have_key))
+		return;
+	if (*s == '[' && strchr(s, ']'))
+		screen_section(x, s);
+	else if (*s == '[' || (!strchr(s, '=') && !strchr(s, ':')))
+		x->report(x->rctx, x->origin, x->line, NULL, NULL,
+			  *s == '[' ? "section header without ']'" : "not a 'key = value' line");
+}
+
+/* Why the next line, len bytes, cannot be handed to inih; NULL if it can. */
+static const char *unreadable_line(const struct ini_ctx *x, size_t len, int num)
+{
+	if (len > (size_t)MAX_LINE || len >= (size_t)num)
+		return "line too long (at most 198 characters)";
+	if (memchr(x->p, '\0', len))
+		return "binary data in line";
+	return NULL;
+}
+
 static char *reader(char *str, int num, void *stream)
 {
 	struct ini_ctx *x = stream;
@@ -203,11 +293,7 @@ static char *reader(char *str, int num, void *stream)
 	const char *nl = memchr(x->p, '\n', (size_t)(x->end - x->p));
 	size_t len = nl ? (size_t)(nl - x->p) + 1 : (size_t)(x->end - x->p);
 	x->line++;
-	const char *why = NULL;
-	if (len > (size_t)MAX_LINE || len >= (size_t)num)
-		why = "line too long (at most 198 characters)";
-	else if (memchr(x->p, '\0', len))
-		why = "binary data in line";
+	const char *why = unreadable_line(x, len, num);
 	if (why) {
 		x->report(x->rctx, x->origin, x->line, NULL, NULL, why);
 		x->p += len;
@@ -217,37 +303,7 @@ static char *reader(char *str, int num, void *stream)
 	memcpy(str, x->p, len);
 	str[len] = '\0';
 	x->p += len;
-	/* inih reports only its first syntax error; screen every line here.
-	 * Like inih, skip a BOM on line 1; an indented line continues the
-	 * previous key's value (the handler judges it) if there is one. */
-	const char *start = str;
-	if (x->line == 1 && strncmp(start, "\xEF\xBB\xBF", 3) == 0)
-		start += 3;
-	const char *s = start + strspn(start, " \t\r");
-	if (*s && *s != ';' && *s != '#' && *s != '\n' && !(s > start && x->have_key)) {
-		if (*s == '[' && strchr(s, ']')) {
-			x->have_key = 0; /* new section: inih forgets the key */
-			x->dest = -1;
-			if (!strncasecmp(s, "[dest ", 6)) {
-				char spec[200];
-				/* the ']' that closes it: after a bracketed IPv6
-				 * address's own, if any ([dest [::1]:6379]) */
-				const char *b = s + 6, *q = *b == '[' ? strchr(b, ']') : b;
-				const char *close = q ? strchr(*b == '[' ? q + 1 : b, ']') : NULL;
-				if (!close)
-					close = strrchr(s, ']');
-				size_t n = (size_t)(close - b);
-				memcpy(spec, s + 6, n);
-				spec[n] = '\0';
-				x->dest = bs_rule_begin(x->c, spec, x->origin, x->line, x->report,
-							x->rctx);
-			}
-		}
-		else if (*s == '[' || (!strchr(s, '=') && !strchr(s, ':')))
-			x->report(x->rctx, x->origin, x->line, NULL, NULL,
-				  *s == '[' ? "section header without ']'"
-					    : "not a 'key = value' line");
-	}
+	screen_line(x, str);
 	return str;
 }
 

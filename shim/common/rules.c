@@ -87,9 +87,87 @@ static void mask(struct bs_spec *s)
 	}
 }
 
+/* Splits buf, a destination not unix:, into *host and *port (NULL when it
+ * has none): [v6], [v6]:port, [v6/len]:port, host:port (one colon), or
+ * host alone. */
+static int split_host_port(char *buf, char **host, char **port, const char **why)
+{
+	*host = buf;
+	*port = NULL;
+	if (*buf == '[') {
+		char *end = strchr(buf, ']');
+		if (!end)
+			return *why = "missing ']'", -1;
+		*end = '\0';
+		*host = buf + 1;
+		if (end[1] == ':')
+			*port = end + 2;
+		else if (end[1])
+			return *why = "junk after ']'", -1;
+	} else if (strchr(buf, ':') == strrchr(buf, ':') && strchr(buf, ':')) {
+		*port = strchr(buf, ':');
+		*(*port)++ = '\0';
+	}
+	return 0;
+}
+
+/* host/len: an address prefix (an IPv4-mapped IPv6 prefix is IPv4's). */
+static int parse_prefix(const char *host, const char *len_text, struct bs_spec *s,
+			const char **why)
+{
+	unsigned len = 0;
+	int mapped = parse_addr(host, s);
+	if (mapped < 0 || parse_plen(len_text, &len) || (mapped && len < 96) ||
+	    (len -= mapped ? 96 : 0) > (s->family == AF_INET ? 32u : 128u))
+		return *why = "bad prefix (e.g. 10.0.0.0/8)", -1;
+	s->kind = BS_SPEC_PREFIX;
+	s->plen = len;
+	mask(s);
+	return 0;
+}
+
+static int is_host_name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '-' || c == '.';
+}
+
+/* host, not an address: a host name, which needs a port. */
+static int parse_name(const char *host, struct bs_spec *s, const char **why)
+{
+	for (const char *c = host; *c; c++)
+		if (!is_host_name_char(*c))
+			return *why = "not an address, prefix, *:port, unix:path or host:port", -1;
+	if (!s->port || !*host)
+		return *why = "a host name needs a port (db.internal:5432)", -1;
+	s->kind = BS_SPEC_NAME;
+	s->hash = bs_name_hash(host, (unsigned)strlen(host));
+	return 0;
+}
+
+/* The host part (port already parsed): *, a prefix, an address or a name. */
+static int parse_host(char *host, struct bs_spec *s, const char **why)
+{
+	char *slash;
+	if (strcmp(host, "*") == 0) {
+		s->kind = BS_SPEC_PORT;
+		return s->port ? 0 : (*why = "'*' needs a port", -1);
+	}
+	if ((slash = strchr(host, '/'))) {
+		*slash++ = '\0';
+		return parse_prefix(host, slash, s, why);
+	}
+	if (parse_addr(host, s) >= 0) {
+		s->kind = s->port ? BS_SPEC_EXACT : BS_SPEC_ADDR;
+		s->plen = s->family == AF_INET ? 32 : 128;
+		return 0;
+	}
+	return parse_name(host, s, why);
+}
+
 int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
 {
-	char buf[256], *host, *port = NULL, *slash;
+	char buf[256], *host, *port;
 	memset(s, 0, sizeof *s);
 	size_t n = strlen(text);
 	if (n == 0 || n >= sizeof buf)
@@ -100,53 +178,11 @@ int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
 		s->hash = path_hash(buf + 5, (unsigned)strlen(buf + 5));
 		return buf[5] ? 0 : (*why = "empty unix path", -1);
 	}
-	host = buf;
-	if (*host == '[') { /* [v6] or [v6]:port or [v6/len]:port */
-		char *end = strchr(host, ']');
-		if (!end)
-			return *why = "missing ']'", -1;
-		*end = '\0';
-		host++;
-		if (end[1] == ':')
-			port = end + 2;
-		else if (end[1])
-			return *why = "junk after ']'", -1;
-	} else if (strchr(host, ':') == strrchr(host, ':') && strchr(host, ':')) {
-		port = strchr(host, ':'); /* one colon: host:port */
-		*port++ = '\0';
-	}
+	if (split_host_port(buf, &host, &port, why))
+		return -1;
 	if (port && parse_port(port, &s->port))
 		return *why = "bad port (1-65535)", -1;
-	if (strcmp(host, "*") == 0) {
-		s->kind = BS_SPEC_PORT;
-		return s->port ? 0 : (*why = "'*' needs a port", -1);
-	}
-	if ((slash = strchr(host, '/'))) {
-		*slash++ = '\0';
-		unsigned len = 0;
-		int mapped = parse_addr(host, s);
-		if (mapped < 0 || parse_plen(slash, &len) || (mapped && len < 96) ||
-		    (len -= mapped ? 96 : 0) > (s->family == AF_INET ? 32u : 128u))
-			return *why = "bad prefix (e.g. 10.0.0.0/8)", -1;
-		s->kind = BS_SPEC_PREFIX;
-		s->plen = len;
-		mask(s);
-		return 0;
-	}
-	if (parse_addr(host, s) >= 0) {
-		s->kind = s->port ? BS_SPEC_EXACT : BS_SPEC_ADDR;
-		s->plen = s->family == AF_INET ? 32 : 128;
-		return 0;
-	}
-	for (const char *c = host; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '.'))
-			return *why = "not an address, prefix, *:port, unix:path or host:port", -1;
-	if (!s->port || !*host)
-		return *why = "a host name needs a port (db.internal:5432)", -1;
-	s->kind = BS_SPEC_NAME;
-	s->hash = bs_name_hash(host, (unsigned)strlen(host));
-	return 0;
+	return parse_host(host, s, why);
 }
 
 int bs_spec_same(const struct bs_spec *a, const struct bs_spec *b)

@@ -39,11 +39,26 @@ static uint64_t min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* Returned by a step of the call that does not end it: the loop goes on. */
+#define AGAIN 1
+
+static struct bs_dest dest_of(const struct call *c)
+{
+	struct bs_dest d = {c->key, c->addr, c->len};
+	return d;
+}
+
+/* The shim's limit for one attempt that follows a wait of delay. */
+static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
+{
+	return bs_policy_attempt_timeout(&c->cfg->policy, delay == BS_STOP ? 0 : delay);
+}
+
 /* The call ends for the reason recorded in its budget: the common
  * give-up line (outcome.c), errno the last attempt's error. */
 static int give_up(const struct call *c)
 {
-	struct bs_dest d = {c->key, c->addr, c->len};
+	struct bs_dest d = dest_of(c);
 	return bs_outcome_give_up(&d, &c->b, c->last_err);
 }
 
@@ -63,14 +78,20 @@ static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 	int quiet = bs_budget_last(&c->b, next) || c->fallback;
 	if (delay == BS_STOP)
 		bs_budget_policy_done(&c->b);
-	struct bs_dest d = {c->key, c->addr, c->len};
+	struct bs_dest d = dest_of(c);
 	c->last_err = err;
 	bs_outcome_failed(c->e, &d, seen, t0, delay, err, quiet);
 }
 
+/* record_failure with the wait the policy gives after state s. */
+static void record_failure_after(struct call *c, uint64_t s, uint64_t t0, int err)
+{
+	record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
+}
+
 static void connected(struct call *c, uint64_t t0)
 {
-	struct bs_dest d = {c->key, c->addr, c->len};
+	struct bs_dest d = dest_of(c);
 	bs_outcome_connected(c->cfg, &d, c->fd, t0);
 }
 
@@ -91,18 +112,48 @@ static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 	return 0;
 }
 
-/* Our probe: the attempt itself, then the outcome published. */
-static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64_t delay,
-		 int *done)
+/* wait_on as a step of the call: a signal ends it, otherwise AGAIN. */
+static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 {
-	uint64_t shim_end = now + bs_policy_attempt_timeout(&c->cfg->policy,
-							    delay == BS_STOP ? 0 : delay);
+	if (wait_on(c, seen_state, until) == EINTR)
+		return give_up_for(c, BS_STOP_SIGNAL);
+	return AGAIN;
+}
+
+/* Our probe ends without a failure to record (the program's timeout, a
+ * signal, or an error not retried): released, published, errno err. */
+static int probe_ends(struct call *c, uint64_t mine, int err)
+{
+	bs_probe_release(c->e, mine);
+	bs_publish(c->e);
+	errno = err;
+	return -1;
+}
+
+/* Our probe failed with a retryable error: recorded and published; the
+ * call goes on unless the program has other addresses to try. */
+static int probe_failed(struct call *c, uint64_t s, uint64_t now, uint64_t mine,
+			uint64_t delay, int err)
+{
+	record_failure(c, s, now, delay, err);
+	bs_probe_release(c->e, mine);
+	bs_publish(c->e);
+	if (c->fallback) {
+		errno = err;
+		return -1;
+	}
+	return AGAIN;
+}
+
+/* Our probe: the attempt itself, then the outcome published. */
+static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64_t delay)
+{
+	uint64_t shim_end = now + attempt_timeout(c, delay);
 	uint64_t end = min64(shim_end, bs_budget_end(&c->b));
 	int err = 0;
 	enum bs_attempt r = bs_sock_attempt(c->fd, c->addr, c->len, end,
 					    end == c->b.prog_end && end < shim_end,
 					    c->prog_has_tv, &err);
-	*done = 1;
 	switch (r) {
 	case BS_ATT_OK:
 		bs_probe_release(c->e, mine);
@@ -110,29 +161,14 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 		return 0;
 	case BS_ATT_PROG_TIMEOUT:
 	case BS_ATT_EINTR:
-		bs_probe_release(c->e, mine);
-		bs_publish(c->e);
-		errno = r == BS_ATT_EINTR ? EINTR : EINPROGRESS;
-		return -1;
+		return probe_ends(c, mine, r == BS_ATT_EINTR ? EINTR : EINPROGRESS);
 	case BS_ATT_CUT:
 		err = ETIMEDOUT;
 		/* fall through */
 	case BS_ATT_FAIL:
-		if (!bs_config_retries(c->cfg, err)) {
-			bs_probe_release(c->e, mine);
-			bs_publish(c->e);
-			errno = err;
-			return -1;
-		}
-		record_failure(c, s, now, delay, err);
-		bs_probe_release(c->e, mine);
-		bs_publish(c->e);
-		if (c->fallback) {
-			errno = err;
-			return -1;
-		}
-		*done = 0;
-		return -1;
+		if (!bs_config_retries(c->cfg, err))
+			return probe_ends(c, mine, err);
+		return probe_failed(c, s, now, mine, delay, err);
 	}
 	return -1;
 }
@@ -148,156 +184,206 @@ static int retry_loop_once(struct call *c)
 	}
 	int err = errno;
 	if (bs_config_retries(c->cfg, err))
-		record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
+		record_failure_after(c, s, t0, err);
 	errno = err;
 	return -1;
+}
+
+/* The call's entry may have been taken over for another destination while
+ * it waited: claim one again. 0 when the table is full of live entries. */
+static int hold_entry(struct call *c)
+{
+	if (bs_table_owns(bs_tab(), c->e, c->key))
+		return 1;
+	c->e = bs_table_claim(bs_tab(), c->key, bs_now(), c->cfg->policy.max_backoff);
+	return c->e != NULL;
+}
+
+/* The failures of the destination since the call last looked count
+ * against its budget. Returns whether there were any. */
+static int count_new_failures(struct call *c, uint64_t s)
+{
+	uint32_t f = bs_state_failures(s);
+	uint32_t prev = f < c->seen_fail ? 0 : c->seen_fail;
+	bs_budget_count(&c->b, f - prev);
+	c->seen_fail = f;
+	return f != prev;
+}
+
+/* Healthy, or on probation after someone got through: a plain connect,
+ * exactly as on the fast path. */
+static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
+{
+	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
+		connected(c, now);
+		return 0;
+	}
+	int err = errno;
+	if (!bs_config_retries(c->cfg, err))
+		return -1;
+	record_failure_after(c, s, now, err);
+	if (c->fallback)
+		return errno = err, -1;
+	return AGAIN;
+}
+
+/* Another live thread's probe of the destination is still in time. */
+static int probe_held_elsewhere(const struct call *c, uint64_t p, uint64_t now)
+{
+	return p && bs_probe_stale_at(p) > now && bs_probe_tid(p) != c->tid &&
+	       bs_thread_alive(bs_probe_tid(p));
+}
+
+/* The destination's next allowed time has come and no one else probes:
+ * take the probe (single flight) and attempt. The probe goes stale when
+ * the attempt must be over: a thread that vanished mid-attempt blocks the
+ * others no longer. */
+static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint64_t p)
+{
+	uint64_t delay = bs_next_wait(c->cfg, c->e, s);
+	uint64_t mine = bs_probe_make(now + PROBE_GRACE + attempt_timeout(c, delay), c->tid);
+	if (!bs_probe_take(c->e, p, mine))
+		return AGAIN;
+	if (atomic_load(&c->e->state) != s) {
+		bs_probe_release(c->e, mine);
+		return AGAIN;
+	}
+	return probe(c, s, now, mine, delay);
+}
+
+/* The destination is backing off: wait for its next allowed time, or for
+ * another thread's probe, or probe ourselves. */
+static int backoff_step(struct call *c, uint64_t s, uint64_t now)
+{
+	uint64_t next = bs_state_next_at(s);
+	if (now < next) {
+		if (bs_budget_check_next(&c->b, next) != BS_STOP_NONE)
+			return give_up(c);
+		return wait_step(c, s, next);
+	}
+	uint64_t p = atomic_load(&c->e->probe);
+	if (probe_held_elsewhere(c, p, now))
+		return wait_step(c, s, min64(bs_probe_stale_at(p), bs_budget_end(&c->b)));
+	return take_probe_and_attempt(c, s, now, p);
 }
 
 static int retry_loop(struct call *c)
 {
 	for (;;) {
-		if (!bs_table_owns(bs_tab(), c->e, c->key)) {
-			c->e = bs_table_claim(bs_tab(), c->key, bs_now(),
-					      c->cfg->policy.max_backoff);
-			if (!c->e) /* table full of live entries: go untracked */
-				return give_up_for(c, BS_STOP_TABLE_FULL);
-		}
+		if (!hold_entry(c)) /* table full of live entries: go untracked */
+			return give_up_for(c, BS_STOP_TABLE_FULL);
 		uint64_t s = atomic_load(&c->e->state);
-		uint32_t f = bs_state_failures(s);
-		uint32_t prev = f < c->seen_fail ? 0 : c->seen_fail;
-		bs_budget_count(&c->b, f - prev);
-		c->seen_fail = f;
+		int new_failures = count_new_failures(c, s);
 		uint64_t now = bs_now();
 		if (bs_budget_check(&c->b, now) != BS_STOP_NONE)
 			return give_up(c);
-
+		int r;
 		if (bs_state_may_attempt(s)) {
-			/* Healthy, or on probation after someone got through:
-			 * a plain connect, exactly as on the fast path. */
-			if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
-				connected(c, now);
-				return 0;
-			}
-			int err = errno;
-			if (!bs_config_retries(c->cfg, err))
-				return -1;
-			record_failure(c, s, now, bs_next_wait(c->cfg, c->e, s), err);
-			if (c->fallback)
-				return errno = err, -1;
-			continue;
+			r = plain_attempt(c, s, now);
+		} else {
+			if (new_failures || !c->last_err)
+				c->last_err = (int)atomic_load(&c->e->last_err);
+			r = backoff_step(c, s, now);
 		}
-		if (f != prev || !c->last_err)
-			c->last_err = (int)atomic_load(&c->e->last_err);
-
-		uint64_t next = bs_state_next_at(s);
-		if (now < next) {
-			if (bs_budget_check_next(&c->b, next) != BS_STOP_NONE)
-				return give_up(c);
-			if (wait_on(c, s, next) == EINTR)
-				return give_up_for(c, BS_STOP_SIGNAL);
-			continue;
-		}
-
-		uint64_t p = atomic_load(&c->e->probe);
-		if (p && bs_probe_stale_at(p) > now && bs_probe_tid(p) != c->tid &&
-		    bs_thread_alive(bs_probe_tid(p))) {
-			if (wait_on(c, s, min64(bs_probe_stale_at(p), bs_budget_end(&c->b))) ==
-			    EINTR)
-				return give_up_for(c, BS_STOP_SIGNAL);
-			continue;
-		}
-		/* the probe goes stale when the attempt must be over: a thread
-		 * that vanished mid-attempt blocks the others no longer */
-		uint64_t delay = bs_next_wait(c->cfg, c->e, s);
-		uint64_t mine = bs_probe_make(
-			now + PROBE_GRACE +
-				bs_policy_attempt_timeout(&c->cfg->policy,
-							  delay == BS_STOP ? 0 : delay),
-			c->tid);
-		if (!bs_probe_take(c->e, p, mine))
-			continue;
-		if (atomic_load(&c->e->state) != s) {
-			bs_probe_release(c->e, mine);
-			continue;
-		}
-		int done, r = probe(c, s, now, mine, delay, &done);
-		if (done)
+		if (r != AGAIN)
 			return r;
 	}
+}
+
+/* The fast path: the program's own connect, its start in *t0 and, when it
+ * failed, its error in *err. AGAIN when the failure of a blocking stream
+ * socket leads into backoff. */
+static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
+{
+	*t0 = bs_now();
+	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
+		connected(c, *t0);
+		errno = saved;
+		return 0;
+	}
+	*err = errno;
+	if (*err == EINPROGRESS)
+		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, *t0);
+	if (!bs_config_retries(c->cfg, *err))
+		return -1;
+	if (bs_sock_is_blocking_stream(c->fd))
+		return AGAIN;
+	struct bs_dest d = dest_of(c);
+	if (bs_sock_is_stream(c->fd)) /* a datagram's error is its own */
+		bs_outcome_failed_later(c->cfg, &d, *t0, *err, 0);
+	errno = *err;
+	return -1;
+}
+
+/* A socket that is not a blocking stream, to a destination in backoff. */
+static int connect_not_blocking_stream(struct call *c, int saved)
+{
+	errno = saved;
+	if (!bs_sock_is_stream(c->fd)) /* a UDP connect sends nothing: never paced */
+		return bs_real_connect(c->fd, c->addr, c->len);
+	return bs_nb_connect(c->cfg, c->fd, c->addr, c->len, c->key);
+}
+
+/* The call's budget, from start, and what it knows of the program. */
+static void start_call(struct call *c, uint64_t start)
+{
+	c->fallback = bs_res_has_alternative(bs_res(), c->key, start, BS_RES_FALLBACK);
+	uint64_t prog = bs_sock_sndtimeo_ns(c->fd);
+	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
+	bs_budget_init(&c->b, start, c->cfg->max_elapsed, c->cfg->max_attempts, prog);
+}
+
+/* A blocking stream socket whose first attempt failed with err (t0 its
+ * start), or that found its destination (state s) in backoff (err 0). */
+static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int saved)
+{
+	c->tid = bs_gettid();
+	uint64_t start = t0 ? t0 : bs_now();
+	start_call(c, start);
+	if (!c->e)
+		c->e = bs_table_claim(bs_tab(), c->key, start, c->cfg->policy.max_backoff);
+	if (!c->e) {
+		errno = err ? err : saved;
+		return err ? -1 : bs_real_connect(c->fd, c->addr, c->len);
+	}
+	if (err) {
+		/* The plain attempt failed: that is one more failure. */
+		record_failure_after(c, s, t0, err);
+		if (c->fallback) {
+			errno = err; /* the program has other addresses to try */
+			return -1;
+		}
+	} else if (c->fallback) {
+		/* Backing off, but the program can go elsewhere: no wait. */
+		errno = saved;
+		c->seen_fail = bs_state_failures(s);
+		return retry_loop_once(c);
+	} else {
+		c->last_err = (int)atomic_load(&c->e->last_err);
+	}
+	c->seen_fail = bs_state_failures(err ? s : atomic_load(&c->e->state));
+	int r = retry_loop(c);
+	if (r == 0)
+		errno = saved;
+	return r;
 }
 
 int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key)
 {
 	int saved = errno;
-	struct bs_table *t = bs_tab();
-	struct bs_entry *e = bs_table_find(t, key);
-	uint64_t s = e ? atomic_load_explicit(&e->state, memory_order_acquire) : 0;
+	struct call c = {.cfg = cfg, .fd = fd, .addr = addr, .len = len, .key = key};
+	c.e = bs_table_find(bs_tab(), key);
+	uint64_t s = c.e ? atomic_load_explicit(&c.e->state, memory_order_acquire) : 0;
 	uint64_t t0 = 0;
 	int err = 0;
 
 	if (bs_state_may_attempt(s)) {
-		/* The fast path: the program's own connect. */
-		t0 = bs_now();
-		int r = bs_real_connect(fd, addr, len);
-		if (r == 0) {
-			struct bs_dest d = {key, addr, len};
-			bs_outcome_connected(cfg, &d, fd, t0);
-			errno = saved;
-			return 0;
-		}
-		err = errno;
-		if (err == EINPROGRESS)
-			return bs_outcome_started(cfg, fd, addr, len, key, t0);
-		if (!bs_config_retries(cfg, err))
-			return -1;
-		if (!bs_sock_is_blocking_stream(fd)) {
-			struct bs_dest d = {key, addr, len};
-			if (bs_sock_is_stream(fd)) /* a datagram's error is its own */
-				bs_outcome_failed_later(cfg, &d, t0, err, 0);
-			errno = err;
-			return -1;
-		}
+		int r = first_attempt(&c, saved, &t0, &err);
+		if (r != AGAIN)
+			return r;
 	} else if (!bs_sock_is_blocking_stream(fd)) {
-		errno = saved;
-		if (!bs_sock_is_stream(fd)) /* a UDP connect sends nothing: never paced */
-			return bs_real_connect(fd, addr, len);
-		return bs_nb_connect(cfg, fd, addr, len, key);
+		return connect_not_blocking_stream(&c, saved);
 	}
-
-	struct call c = {
-		.cfg = cfg, .fd = fd, .addr = addr, .len = len, .key = key,
-		.tid = bs_gettid(),
-	};
-	uint64_t start = t0 ? t0 : bs_now();
-	c.fallback = bs_res_has_alternative(bs_res(), key, start, BS_RES_FALLBACK);
-	uint64_t prog = bs_sock_sndtimeo_ns(fd);
-	c.prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
-	bs_budget_init(&c.b, start, cfg->max_elapsed, cfg->max_attempts, prog);
-
-	c.e = e ? e : bs_table_claim(t, key, start, cfg->policy.max_backoff);
-	if (!c.e) {
-		errno = err ? err : saved;
-		return err ? -1 : bs_real_connect(fd, addr, len);
-	}
-	if (err) {
-		/* The plain attempt failed: that is one more failure. */
-		record_failure(&c, s, t0, bs_next_wait(cfg, c.e, s), err);
-		if (c.fallback) {
-			errno = err; /* the program has other addresses to try */
-			return -1;
-		}
-	} else if (c.fallback) {
-		/* Backing off, but the program can go elsewhere: no wait. */
-		errno = saved;
-		c.seen_fail = bs_state_failures(s);
-		return retry_loop_once(&c);
-	} else {
-		c.last_err = (int)atomic_load(&c.e->last_err);
-	}
-	c.seen_fail = err ? bs_state_failures(s) : bs_state_failures(atomic_load(&c.e->state));
-	int r = retry_loop(&c);
-	if (r == 0)
-		errno = saved;
-	return r;
+	return backoff_connect(&c, s, t0, err, saved);
 }
