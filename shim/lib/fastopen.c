@@ -26,8 +26,10 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		int err = 0;
 		if (nb && bs_nb_mode(cfg) != BS_NB_RETRY && !due)
 			err = bs_nb_last_err(key);
-		else if (!(nb && bs_nb_mode(cfg) == BS_NB_OFF))
-			err = bs_nb_wait_due(cfg, key, now);
+		else if (!(nb && bs_nb_mode(cfg) == BS_NB_OFF)) {
+			struct bs_dest d = {key, addr, len};
+			err = bs_nb_wait_due(cfg, &d, now);
+		}
 		if (err) {
 			errno = err;
 			return -1;

@@ -2,6 +2,7 @@
 #include "park.h"
 #include "shim.h"
 #include "log.h"
+#include "policy.h"
 #include "real.h"
 
 #include <errno.h>
@@ -291,4 +292,12 @@ uint64_t bs_random(void)
 {
 	uint64_t k = atomic_fetch_add_explicit(&g_draws, 1, memory_order_relaxed);
 	return bs_mix64(g_seed + k * BS_GOLDEN);
+}
+
+/* The wait draw: the policy's next wait, with this process's random stream. */
+uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t s)
+{
+	uint64_t prev = e ? atomic_load(&e->last_wait) : 0;
+	return bs_policy_wait(&cfg->policy, bs_state_failures(s) + 1, prev,
+			      bs_policy_unit(bs_random()));
 }

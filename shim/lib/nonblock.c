@@ -61,10 +61,15 @@ static struct bs_budget wait_budget(const struct bs_config *cfg, uint64_t now)
 	return b;
 }
 
-int bs_nb_wait_due(const struct bs_config *cfg, uint64_t key, uint64_t now)
+int bs_nb_wait_due(const struct bs_config *cfg, const struct bs_dest *d, uint64_t now)
 {
 	struct bs_budget b = wait_budget(cfg, now);
-	return wait_due(key, &b, 0) == BS_STOP_NONE ? 0 : bs_nb_last_err(key);
+	if (wait_due(d->key, &b, 0) == BS_STOP_NONE)
+		return 0;
+	int err = bs_nb_last_err(d->key), saved = errno;
+	bs_outcome_give_up(d, &b, err);
+	errno = saved;
+	return err;
 }
 
 /* Pace: has initial_backoff passed since the destination's last outcome?
@@ -99,7 +104,8 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 			return bs_outcome_forget(fd), 0;
 		return 1;
 	default: { /* retry */
-		int err = bs_nb_wait_due(cfg, key, now);
+		struct bs_dest d = {key, addr, len};
+		int err = bs_nb_wait_due(cfg, &d, now);
 		if (err)
 			return errno = err, *r = -1, 1;
 		return 0;

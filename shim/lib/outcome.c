@@ -52,13 +52,6 @@ void bs_publish(struct bs_entry *e)
 	bs_wake((const uint32_t *)&e->seq);
 }
 
-uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t s)
-{
-	uint64_t prev = e ? atomic_load(&e->last_wait) : 0;
-	return bs_policy_wait(&cfg->policy, bs_state_failures(s) + 1, prev,
-			      bs_policy_unit(bs_random()));
-}
-
 static void log_failure(const struct bs_dest *d, uint32_t step, uint64_t wait, int err)
 {
 	struct bs_line l;
@@ -267,11 +260,24 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 	}
 }
 
+/* The settings that apply to fd's destination ([dest] rules). */
+static const struct bs_config *cfg_of_fd(const struct bs_config *cfg, int fd)
+{
+	struct sockaddr_storage ss;
+	struct bs_dest d = bs_fd_dest(fd, &ss);
+	return d.addr ? bs_cfg_for(cfg, d.addr, d.len) : cfg;
+}
+
+void bs_outcome_sent(const struct bs_config *cfg, int fd)
+{
+	bs_outcome_lived(cfg_of_fd(cfg, fd), fd, atomic_load(&bs_fd_slot(bs_fds(), fd)->key));
+}
+
 void bs_outcome_closed(int fd)
 {
 	bs_park_outcome_learned(fd); /* a probe closed: others may go */
 	const struct bs_config *cfg = bs_active();
-	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_PROBATION && lived(cfg, fd))
+	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_PROBATION && lived(cfg_of_fd(cfg, fd), fd))
 		proved_healthy(fd, atomic_load(&bs_fd_slot(bs_fds(), fd)->key));
 	bs_fd_clear(bs_fds(), fd);
 }

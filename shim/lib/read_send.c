@@ -122,7 +122,7 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
 	}
 	if (r >= 0) {
 		if (st == BS_FD_PROBATION)
-			bs_outcome_lived(cfg, o->fd, atomic_load(&s->key));
+			bs_outcome_sent(cfg, o->fd);
 		return errno = err, r;
 	}
 	if (send_error(err))

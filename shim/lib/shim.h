@@ -45,6 +45,9 @@ static inline struct bs_fdtab *bs_fds(void)
 struct bs_restab *bs_res(void);
 /* Next value of the (seeded) random stream, lock-free. */
 uint64_t bs_random(void);
+/* The wait to draw after one more failure of e (state s), per the policy:
+ * BS_STOP means this failure ends the retries. */
+uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t s);
 
 /* role.c: a process that listens (listen(), accept(), or a listening socket
  * inherited from systemd's LISTEN_FDS or inetd at fd 0) is a server; any
@@ -75,9 +78,6 @@ struct bs_dest {
 	const struct sockaddr *addr; /* for log lines; may be NULL */
 	socklen_t len;
 };
-/* The wait to draw after one more failure of e (state s), per the policy:
- * BS_STOP means this failure ends the retries. */
-uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t s);
 
 /* A failed attempt that started at t0 on state `seen`, to be followed by a
  * wait of `delay` (counted from t0). Logs the wait unless quiet. Returns 1
@@ -137,6 +137,9 @@ void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct b
 			     int err);
 void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err);
 void bs_outcome_closed(int fd);
+/* A send on fd (on probation) went through: healthy if it lived
+ * healthy_after (its destination's, [dest] rules applied). */
+void bs_outcome_sent(const struct bs_config *cfg, int fd);
 /* fd's destination, its address copied into *ss (key and address from one
  * consistent read; failing that, the key alone, addr NULL). */
 struct sockaddr_storage;
@@ -176,9 +179,10 @@ void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
 /* The destination's last error (ECONNREFUSED if none): what a connect
  * inside its backoff window fails with. */
 int bs_nb_last_err(uint64_t key);
-/* Wait (max_elapsed from now at most) until key may be tried again: 0 when
- * due, else the error to fail with (bs_nb_last_err). */
-int bs_nb_wait_due(const struct bs_config *cfg, uint64_t key, uint64_t now);
+/* Wait (max_elapsed from now at most) until d may be tried again: 0 when
+ * due, else the error to fail with (bs_nb_last_err), after the common
+ * give-up line. */
+int bs_nb_wait_due(const struct bs_config *cfg, const struct bs_dest *d, uint64_t now);
 
 /* fastopen.c: sendto(MSG_FASTOPEN), a connect and a send in one call. */
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,

@@ -3,6 +3,7 @@ close_range; sendto(MSG_FASTOPEN) counts as a connect; healthy_after
 (issue #3)."""
 import socket
 import sys
+import tempfile
 import time
 
 from lib import (Server, SynSniffer, check, check_gaps, finish, free_port, late_server_run,
@@ -75,9 +76,18 @@ def _silent_server(port):
 
 def test_healthy_after_without_a_byte():
     """A connection that stays up healthy_after (but never hears a byte)
-    resets the schedule when the program closes it; a shorter one does not."""
-    for healthy_after, expect_reset in (("200ms", True), ("10s", False)):
+    resets the schedule when the program closes it; a shorter one does not.
+    A [dest] section's healthy_after is the one that counts for its
+    destination (issue #8: the close path once read the global one)."""
+    for healthy_after, expect_reset in (("200ms", True), ("10s", False), ("dest", True)):
         port = free_port()
+        env = shim_env(BACKOFFSHIM_HEALTHY_AFTER=healthy_after)
+        if healthy_after == "dest":
+            cfgfile = tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False)
+            cfgfile.write("healthy_after = 10s\n[dest 127.0.0.1:%d]\nhealthy_after = 200ms\n"
+                          % port)
+            cfgfile.close()
+            env = shim_env(BACKOFFSHIM_CONFIG=cfgfile.name)
         code = ("import socket,sys,time\n"
                 "s=socket.create_connection(('127.0.0.1', %d)); print('up', flush=True)\n"
                 "sys.stdin.readline(); time.sleep(0.3); s.close()\n"
@@ -86,7 +96,7 @@ def test_healthy_after_without_a_byte():
         import subprocess
         p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=shim_env(BACKOFFSHIM_HEALTHY_AFTER=healthy_after))
+                             env=env)
         try:
             with SynSniffer(port) as sn:
                 check(sn.wait_for(6, 5) >= 6, "no failures first")
