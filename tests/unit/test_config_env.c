@@ -176,7 +176,7 @@ static void test_env_bad_values(void **state)
 	assert_true(c.policy.multiplier == 3.0);
 	assert_int_equal(c.log_level, BS_LOG_INFO);
 	assert_int_equal(c.unix_sockets, 1);
-	assert_int_equal(c.nonblocking, BS_NB_RETRY);
+	assert_int_equal(c.nonblocking, BS_NB_AUTO); /* the default stays */
 	assert_int_equal(c.healthy_after, 0);
 }
 

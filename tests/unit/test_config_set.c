@@ -228,6 +228,7 @@ static void test_nbmode(void **state)
 		int v;
 	} ok[] = {{"retry", BS_NB_RETRY}, {"pace", BS_NB_PACE}, {"off", BS_NB_OFF},
 		  {"PACE", BS_NB_PACE}, {" off ", BS_NB_OFF}, {"Retry", BS_NB_RETRY},
+		  {"defer", BS_NB_DEFER}, {"Auto", BS_NB_AUTO},
 		  {"\tpace\t", BS_NB_PACE}, {"OFF", BS_NB_OFF}};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		struct bs_config c = defaults();

@@ -29,8 +29,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_attempts, 0);
 	assert_int_equal(c.max_elapsed, 5 * 60 * SEC);
 	assert_int_equal(c.unix_sockets, 0);
-	assert_int_equal(c.nonblocking, BS_NB_RETRY);
-	assert_int_equal(c.nonblocking, 0);
+	assert_int_equal(c.nonblocking, BS_NB_AUTO);
 	assert_int_equal(c.healthy_after, 10 * SEC);
 	assert_int_equal(c.disable, 0);
 	assert_int_equal(c.log_level, 2);
@@ -200,7 +199,7 @@ static void test_name_tables(void **state)
 		{&bs_level_names, bs_parse_level, 4},
 		{&bs_policy_names, bs_parse_policy, 5},
 		{&bs_jmode_names, bs_parse_jmode, 4},
-		{&bs_nbmode_names, bs_parse_nbmode, 3},
+		{&bs_nbmode_names, bs_parse_nbmode, 5},
 	};
 	for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++) {
 		assert_int_equal(tabs[k].t->n, tabs[k].n);

@@ -139,6 +139,43 @@ static void test_set_and_clear(void **state)
 	assert_int_equal(bs_fd_state(t, 100), BS_FD_NONE);
 }
 
+/* The pending count (connecting or parked slots) follows every state
+ * change exactly: readiness wrappers skip all work when it is 0. */
+static void test_pending_count(void **state)
+{
+	struct bs_fdtab *t = *state;
+	assert_false(bs_fd_any_pending(t));
+	bs_fd_track(t, 3, BS_FD_CONNECTING, 0x33, 1, 1, NULL, 0);
+	bs_fd_track(t, 4, BS_FD_CONNECTING, 0x44, 1, 1, NULL, 0);
+	assert_int_equal(atomic_load(&t->pending), 2);
+	bs_fd_set(t, 3, BS_FD_PARKED, 2); /* still pending */
+	assert_int_equal(atomic_load(&t->pending), 2);
+	bs_fd_track(t, 3, BS_FD_CONNECTING, 0x33, 3, 3, NULL, 0); /* re-tracked */
+	assert_int_equal(atomic_load(&t->pending), 2);
+	bs_fd_set(t, 3, BS_FD_PROBATION, 4);
+	assert_int_equal(atomic_load(&t->pending), 1);
+	bs_fd_copy(t, 4, 7); /* a second number for a connecting socket */
+	assert_int_equal(atomic_load(&t->pending), 2);
+	assert_true(atomic_load(&t->slots[4].flags) & BS_FDF_NO_PARK);
+	assert_true(atomic_load(&t->slots[7].flags) & BS_FDF_NO_PARK);
+	bs_fd_fail(t, 4, 111); /* an owed error is not pending */
+	assert_int_equal(atomic_load(&t->pending), 1);
+	assert_int_equal(bs_fd_take_err(t, 4), 111);
+	bs_fd_clear_range(t, 0, 100);
+	assert_int_equal(atomic_load(&t->pending), 0);
+	assert_false(bs_fd_any_pending(t));
+	/* renew forgets flags and the epoll registration; clear keeps them */
+	atomic_store(&t->slots[9].ep_set, 5);
+	bs_fd_track(t, 9, BS_FD_CONNECTING, 0x99, 1, 1, NULL, 0);
+	bs_fd_clear(t, 9);
+	assert_int_equal(atomic_load(&t->slots[9].ep_set), 5);
+	bs_fd_renew(t, 7);
+	assert_int_equal(atomic_load(&t->slots[7].flags), 0);
+	bs_fd_renew(t, 9);
+	assert_int_equal(atomic_load(&t->slots[9].ep_set), 0);
+	assert_int_equal(atomic_load(&t->pending), 0);
+}
+
 static void test_copy(void **state)
 {
 	struct bs_fdtab *t = *state;
@@ -368,6 +405,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_untracked_and_out_of_range, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_track, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_set_and_clear, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_pending_count, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_copy, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_copy_failed_keeps_err, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_clear_range, tab_setup, tab_teardown),
