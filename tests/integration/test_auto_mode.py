@@ -133,8 +133,8 @@ def _nginx_scenario(env):
         url = "http://127.0.0.1:%d/" % port
         with SynSniffer(a) as sn:
             t0 = time.monotonic()
-            rc, out, err = run(["curl", "-sS", "-w", "\\n@@ %{http_code} %{time_total}\\n"]
-                               + [url] * REQUESTS, base_env(), timeout=30)
+            rc, out, err = run(["curl", "-sS", "-m", "1", "-w", "\\n@@ %{http_code} %{time_total}\\n"]
+                               + [url] * REQUESTS, base_env(), timeout=15)
             total = time.monotonic() - t0
             time.sleep(0.05)  # let the observer drain the last packets
             syns_a = len(sn.times)
@@ -259,7 +259,7 @@ def _activated_scenario(env):
             t0 = time.monotonic()
             for _ in range(REQUESTS):
                 try:
-                    st, body, secs = _get(port, timeout=8)
+                    st, body, secs = _get(port, timeout=1.5)
                 except OSError as e:
                     st, secs = "error %s" % e, float("nan")
                 codes.append(st)

@@ -77,7 +77,7 @@ def _json_line(out, what):
     raise TestFailure("%s printed no JSON result: %r" % (what, out[-500:]))
 
 
-def _late_server(port, server, spawn_client, late=LATE, first_syns=N, what="", timeout=20):
+def _late_server(port, server, spawn_client, late=LATE, first_syns=N, what="", timeout=12):
     """Spawn the client against a dead port, wait for its first `first_syns`
     SYNs, keep the port dead until `late` seconds after the first one, then
     start `server` (its .start()) and wait for the client to exit. Returns a
@@ -302,7 +302,7 @@ for (let i = 0; i < n; i++) {
   });
   req.on('error', e => done([e.code || e.name, mono(), e.message]));
 }
-setTimeout(() => { console.log(JSON.stringify({t0, res, gaps, timeout: true})); process.exit(1); }, 15000);
+setTimeout(() => { console.log(JSON.stringify({t0, res, gaps, timeout: true})); process.exit(1); }, 10000);
 """
 
 
@@ -370,7 +370,7 @@ def test_ssh_connect_timeout_wins_against_dead_port():
         rc, _, err, hole = _timed(_ssh(hport, 2), base_env())
     check(rc == 255 and abs(hole - 2) <= 0.5, "ssh without shim, black hole: rc=%d %.2fs %r"
           % (rc, hole, err))
-    rc, _, err, t = _timed(_ssh(port, 2), shim_env())
+    rc, _, err, t = _timed(_ssh(port, 2), shim_env(), timeout=8)
     check(rc == 255 and abs(t - 2) <= 0.5,
           "ssh+shim against a dead port: rc=%d after %.2fs (expected 2s +- 0.5 as ssh's own "
           "ConnectTimeout; without shim: refused after %.2fs, black hole %.2fs); stderr %r"
@@ -514,7 +514,7 @@ def test_ruby_net_http_open_timeout_wins():
     res, secs, _, _, _ = _ruby_result(out, "ruby (no shim)")
     check(res == "Errno::ECONNREFUSED" and secs < 0.5,
           "ruby without shim: %s after %.2fs; %r" % (res, secs, err[-200:]))
-    rc, out, err = run(_ruby(port, 1), shim_env(), timeout=15)
+    rc, out, err = run(_ruby(port, 1), shim_env(), timeout=6)
     res, secs, _, gap, ticks = _ruby_result(out, "ruby (shim)")
     what = "ruby+shim, open_timeout=1, dead port: %s after %.3fs; ticker max gap %.1fms " \
            "(%d ticks); stderr %r" % (res, secs, gap, ticks, err[-300:])
@@ -556,7 +556,7 @@ def test_psql_failover_to_second_host():
               % (rc, out, err[-300:]))
         env = shim_env()
         env = {k: v for k, v in env.items() if not k.startswith("PG")}
-        rc, out, err, t = _timed(cmd, env)
+        rc, out, err, t = _timed(cmd, env, timeout=8)
     check(rc == 0 and out.strip() == "42" and t <= 3.0,
           "psql+shim failover: rc=%d %r after %.2fs (bound 3s; without shim %.2fs); %r"
           % (rc, out.strip(), t, plain, err[-300:]))
@@ -590,7 +590,7 @@ def test_python_create_connection_interrupted_by_alarm():
     rc, out, err = run(cmd, base_env(), timeout=10)
     check(out.split()[:1] == ["ConnectionRefusedError"] and float(out.split()[1]) < 0.5,
           "without the shim: %r %r" % (out, err[-200:]))
-    rc, out, err = run(cmd, shim_env(), timeout=10)
+    rc, out, err = run(cmd, shim_env(), timeout=6)
     parts = out.split()
     check(len(parts) == 2 and parts[0] == "alarm" and abs(float(parts[1]) - 2) <= 0.3,
           "python+shim create_connection(timeout=30), alarm(2): %r (expected 'alarm' at 2s "
