@@ -194,12 +194,13 @@ class _ProcFixture(_Fixture):
 
 
 class Postgres(_ProcFixture):
-    """A throwaway PostgreSQL cluster on 127.0.0.1:port (trust auth, no fsync).
+    """A throwaway PostgreSQL cluster on host:port (127.0.0.1 unless given; any
+    127/8 address works, lo covers them all) (trust auth, no fsync).
 
     The first start() runs initdb into a tempfile.mkdtemp() dir owned by the
     `postgres` user (initdb and postgres run as that user via runuser; the Unix
     socket lives there too). restart() keeps the data; close() removes the dir.
-    Ready when `pg_isready -h 127.0.0.1 -p P` succeeds. Client: self.psql + [sql].
+    Ready when `pg_isready -h HOST -p P` succeeds. Client: self.psql + [sql].
 
     Leave PGCONNECT_TIMEOUT (and PGHOST, PGPORT, PGOPTIONS, ...) unset in the
     client's environment: libpq's connect_timeout bounds the whole connect,
@@ -210,13 +211,14 @@ class Postgres(_ProcFixture):
     STOP_SIGNAL = signal.SIGINT  # fast shutdown: does not wait for clients
     clean_env = staticmethod(clean_env)
 
-    def __init__(self, port, tries=200, interval=0.05):
+    def __init__(self, port, tries=200, interval=0.05, host="127.0.0.1"):
         super().__init__(port, tries, interval)
+        self.host = host  # any 127/8 address: lo covers them all
         dirs = glob.glob("/usr/lib/postgresql/*/bin")
         check(dirs, "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
         self.bindir = max(dirs, key=lambda d: int(d.split("/")[-2].split(".")[0]))
         self.dir = None
-        self.psql = ["psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
+        self.psql = ["psql", "-h", host, "-p", str(port), "-U", "postgres",
                      "-d", "postgres", "-tAc"]
 
     def _bin(self, name, *args):
@@ -246,10 +248,10 @@ class Postgres(_ProcFixture):
         if self.dir is None:
             self._initdb()
         self._spawn(self._bin("postgres", "-D", self.data, "-p", str(self.port), "-k", self.dir,
-                              "-h", "127.0.0.1", "-c", "fsync=off",
+                              "-h", self.host, "-c", "fsync=off",
                               "-c", "full_page_writes=off", "-c", "synchronous_commit=off"),
                     clean_env())
-        isready = [os.path.join(self.bindir, "pg_isready"), "-q", "-h", "127.0.0.1",
+        isready = [os.path.join(self.bindir, "pg_isready"), "-q", "-h", self.host,
                    "-p", str(self.port), "-U", "postgres", "-t", "1"]
 
         def probe():
