@@ -1,7 +1,8 @@
 /* sendto(MSG_FASTOPEN): a connect and a send in one call (TCP Fast Open).
- * Paced as a connect() to the destination would be, by the socket's mode:
- * a blocking socket (or retry mode) waits until the destination is due,
- * pace mode fails at once inside the backoff window, off sends at once. */
+ * Paced as a connect() to the destination would be: a blocking socket
+ * waits until the destination is due; a non-blocking one never waits and
+ * fails at once inside the backoff window (it cannot be parked: its data
+ * is part of the call), unless its mode is off. */
 #include "addr.h"
 #include "clock.h"
 #include "policy.h"
@@ -24,9 +25,11 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 		int nb = bs_sock_is_nonblocking(fd);
 		int due = now >= bs_state_next_at(atomic_load(&e->state));
 		int err = 0;
-		if (nb && bs_nb_mode(cfg) != BS_NB_RETRY && !due)
-			err = bs_nb_last_err(key);
-		else if (!(nb && bs_nb_mode(cfg) == BS_NB_OFF)) {
+		if (nb && bs_nb_mode(cfg) == BS_NB_OFF)
+			err = 0;
+		else if (nb) /* a non-blocking call never waits */
+			err = due ? 0 : bs_nb_last_err(key);
+		else {
 			struct bs_dest d = {key, addr, len};
 			err = bs_nb_wait_due(cfg, &d, now);
 		}

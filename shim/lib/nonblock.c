@@ -98,18 +98,11 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 			return 0;
 		errno = bs_nb_last_err(key);
 		return *r = -1, 1;
-	case BS_NB_DEFER:
+	default: /* defer, retry: a non-blocking connect() never waits */
 		*r = bs_outcome_started(cfg, fd, addr, len, key, now);
 		if (!bs_park_waiting(cfg, fd, bs_nb_last_err(key)))
 			return bs_outcome_forget(fd), 0;
 		return 1;
-	default: { /* retry */
-		struct bs_dest d = {key, addr, len};
-		int err = bs_nb_wait_due(cfg, &d, now);
-		if (err)
-			return errno = err, *r = -1, 1;
-		return 0;
-	}
 	}
 }
 

@@ -52,6 +52,13 @@ static int budget_ends(const struct bs_config *cfg, struct bs_fdslot *s, uint64_
 	       bs_budget_check_next(b, bs_state_next_at(state)) != BS_STOP_NONE;
 }
 
+/* defer parks; so does retry, wherever it may not wait */
+static int parks(const struct bs_config *cfg)
+{
+	int mode = bs_nb_mode(cfg);
+	return mode == BS_NB_DEFER || mode == BS_NB_RETRY;
+}
+
 static int can_hide(int fd, struct bs_fdslot *s)
 {
 	if (atomic_load(&s->flags) & BS_FDF_NO_PARK)
@@ -131,7 +138,7 @@ static int give_up(const struct bs_config *cfg, int fd, const struct bs_budget *
 int bs_park(const struct bs_config *cfg, int fd, int err)
 {
 	struct bs_fdslot *s = slot(fd);
-	if (!s || bs_nb_mode(cfg) != BS_NB_DEFER || !can_hide(fd, s))
+	if (!s || !parks(cfg) || !can_hide(fd, s))
 		return 0;
 	uint64_t key = atomic_load(&s->key), now = bs_now();
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
@@ -153,8 +160,7 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 {
 	struct bs_fdslot *s = slot(fd);
-	if (!s || bs_nb_mode(cfg) != BS_NB_DEFER ||
-	    atomic_load(&s->state) != BS_FD_CONNECTING || !can_hide(fd, s))
+	if (!s || !parks(cfg) || atomic_load(&s->state) != BS_FD_CONNECTING || !can_hide(fd, s))
 		return 0;
 	struct bs_entry *e = bs_table_find(bs_tab(), atomic_load(&s->key));
 	struct bs_budget b;
