@@ -16,6 +16,7 @@ void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap)
 	t->cap = slots ? cap : 0;
 	atomic_store(&t->high, 0);
 	atomic_store(&t->pending, 0);
+	atomic_store(&t->parked, 0);
 }
 
 /* Every state change: the pending count follows the exchange's result. */
@@ -25,6 +26,9 @@ static void set_state(struct bs_fdtab *t, struct bs_fdslot *s, unsigned st)
 	int d = bs_fd_state_is_pending(st) - bs_fd_state_is_pending(old);
 	if (d)
 		atomic_fetch_add_explicit(&t->pending, d, memory_order_relaxed);
+	d = (st == BS_FD_PARKED) - (old == BS_FD_PARKED);
+	if (d)
+		atomic_fetch_add_explicit(&t->parked, d, memory_order_relaxed);
 }
 
 #define READ_TRIES 1024 /* loads of the generation before a reader gives up */

@@ -95,12 +95,19 @@ struct bs_fdtab {
 	_Atomic unsigned high; /* 1 + highest fd ever tracked */
 	_Atomic int pending;   /* slots connecting or parked (exact: every state
 				* change is an exchange that accounts for itself) */
+	_Atomic int parked;    /* of which parked */
 };
 
 /* Is any socket of the process connecting or parked? One load. */
 static inline int bs_fd_any_pending(struct bs_fdtab *t)
 {
 	return atomic_load_explicit(&t->pending, memory_order_relaxed) != 0;
+}
+
+/* Is any socket of the process parked? One load. */
+static inline int bs_fd_any_parked(struct bs_fdtab *t)
+{
+	return atomic_load_explicit(&t->parked, memory_order_relaxed) != 0;
 }
 
 void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap);

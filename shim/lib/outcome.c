@@ -279,7 +279,7 @@ void bs_outcome_closed(int fd)
 	const struct bs_config *cfg = bs_active();
 	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_PROBATION && lived(cfg_of_fd(cfg, fd), fd))
 		proved_healthy(fd, atomic_load(&bs_fd_slot(bs_fds(), fd)->key));
-	bs_fd_clear(bs_fds(), fd);
+	bs_fd_renew(bs_fds(), fd); /* the number names nothing now */
 }
 
 void bs_owe(int fd, const struct bs_sock_ident *id, int err)

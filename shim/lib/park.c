@@ -270,7 +270,7 @@ unsigned bs_park_run_fd(int fd, uint64_t now)
 uint64_t bs_park_run(uint64_t now)
 {
 	struct bs_fdtab *t = bs_fds();
-	if (!bs_fd_any_pending(t))
+	if (!bs_fd_any_parked(t))
 		return BS_PARK_NEVER;
 	uint64_t next = now + BS_PARK_RECHECK;
 	int parked = 0;

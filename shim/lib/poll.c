@@ -83,17 +83,32 @@ static int report(const struct call *c, const struct pollfd *set)
 	return intr ? -1 : r;
 }
 
+/* One wait: on the program's own array while nothing is parked (its
+ * reports screened in place), else on the copy with parked entries hidden.
+ * *used is the array waited on. */
+static int wait_round(const struct call *c, struct pollfd *copy, uint64_t now,
+		      const struct pollfd **used)
+{
+	uint64_t wake = bs_park_run(now);
+	if (wake == BS_PARK_NEVER) {
+		*used = c->fds;
+		return real_wait(c, c->fds, bs_park_wait_ms(now, c->deadline));
+	}
+	*used = copy;
+	uint64_t until = hide_parked(c, copy) && wake < c->deadline ? wake : c->deadline;
+	return real_wait(c, copy, bs_park_wait_ms(now, until));
+}
+
 static int deferred(const struct call *c)
 {
 	struct pollfd set[POLL_COPY];
 	int saved = errno;
 	for (int round = 0; round < ROUNDS_MAX; round++) {
-		uint64_t now = bs_now(), wake = bs_park_run(now);
-		uint64_t until = hide_parked(c, set) && wake < c->deadline ? wake : c->deadline;
-		int r = real_wait(c, set, bs_park_wait_ms(now, until));
+		const struct pollfd *used;
+		int r = wait_round(c, set, bs_now(), &used);
 		if (r < 0)
 			return r; /* EINTR and the rest: the program's, as they are */
-		r = report(c, set);
+		r = report(c, used);
 		if (r < 0)
 			return errno = EINTR, -1;
 		if (r || bs_now() >= c->deadline) {

@@ -150,8 +150,10 @@ static void test_pending_count(void **state)
 	assert_int_equal(atomic_load(&t->pending), 2);
 	bs_fd_set(t, 3, BS_FD_PARKED, 2); /* still pending */
 	assert_int_equal(atomic_load(&t->pending), 2);
+	assert_true(bs_fd_any_parked(t));
 	bs_fd_track(t, 3, BS_FD_CONNECTING, 0x33, 3, 3, NULL, 0); /* re-tracked */
 	assert_int_equal(atomic_load(&t->pending), 2);
+	assert_false(bs_fd_any_parked(t));
 	bs_fd_set(t, 3, BS_FD_PROBATION, 4);
 	assert_int_equal(atomic_load(&t->pending), 1);
 	bs_fd_copy(t, 4, 7); /* a second number for a connecting socket */
