@@ -213,8 +213,11 @@ void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi)
 	unsigned h = atomic_load(&t->high);
 	if (hi >= h)
 		hi = h ? h - 1 : 0;
-	for (unsigned fd = lo; fd <= hi && fd < h; fd++)
-		bs_fd_clear(t, (int)fd);
+	for (unsigned fd = lo; fd <= hi && fd < h; fd++) {
+		if (bs_fd_state(t, (int)fd) == BS_FD_EPOLL)
+			bs_fd_ep_forget_set(t, (int)fd);
+		bs_fd_renew(t, (int)fd); /* closed: the number names nothing */
+	}
 }
 
 void bs_fd_fail(struct bs_fdtab *t, int fd, int err)
@@ -273,4 +276,66 @@ int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
 	if (!s || !read_dest(s, &d))
 		return 0;
 	return d.has_ident && d.dev == dev && d.ino == ino;
+}
+
+void bs_fd_ep_added(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd), *e = bs_fd_slot(t, epfd);
+	if (!s || !e)
+		return;
+	if (atomic_load(&e->state) == BS_FD_NONE)
+		set_state(t, e, BS_FD_EPOLL);
+	raise_high(t, epfd);
+	raise_high(t, fd);
+	uint32_t set = atomic_load(&s->ep_set);
+	if (set && set != (uint32_t)epfd + 1) {
+		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK); /* in two sets */
+		return;
+	}
+	atomic_store(&s->ep_events, events);
+	atomic_store(&s->ep_data, data);
+	atomic_store(&s->ep_set, (uint32_t)epfd + 1);
+}
+
+int bs_fd_ep_in(struct bs_fdtab *t, int epfd, int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	return s && epfd >= 0 && atomic_load(&s->ep_set) == (uint32_t)epfd + 1;
+}
+
+void bs_fd_ep_modified(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (!bs_fd_ep_in(t, epfd, fd))
+		return;
+	atomic_store(&s->ep_events, events);
+	atomic_store(&s->ep_data, data);
+}
+
+void bs_fd_ep_deleted(struct bs_fdtab *t, int epfd, int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (bs_fd_ep_in(t, epfd, fd)) {
+		atomic_store(&s->ep_set, 0);
+		atomic_fetch_and(&s->flags, ~BS_FDF_EP_REMOVED);
+	}
+}
+
+void bs_fd_ep_forget_set(struct bs_fdtab *t, int epfd)
+{
+	unsigned h = atomic_load(&t->high);
+	for (unsigned fd = 0; fd < h && fd < t->cap; fd++)
+		bs_fd_ep_deleted(t, epfd, (int)fd);
+}
+
+int bs_fd_ep_find_connecting(struct bs_fdtab *t, int epfd, uint64_t data)
+{
+	unsigned h = atomic_load(&t->high);
+	for (unsigned fd = 0; fd < h && fd < t->cap; fd++) {
+		struct bs_fdslot *s = &t->slots[fd];
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == BS_FD_CONNECTING &&
+		    atomic_load(&s->ep_set) == (uint32_t)epfd + 1 && atomic_load(&s->ep_data) == data)
+			return (int)fd;
+	}
+	return -1;
 }

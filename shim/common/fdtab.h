@@ -146,8 +146,23 @@ int bs_fd_take_err(struct bs_fdtab *t, int fd);
 /* dup2/dup3: `to` now names what `from` names (state, destination, times,
  * owed error, identity); both are marked BS_FDF_NO_PARK. */
 void bs_fd_copy(struct bs_fdtab *t, int from, int to);
-/* close_range/closefrom: clear fds lo..hi inclusive (bounded by high). */
+/* close_range/closefrom: fds lo..hi inclusive (bounded by high) are closed:
+ * renewed, and the registrations naming a closed epoll fd forgotten. */
 void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi);
+
+/* The program's epoll registrations (epoll_ctl succeeded): fd added to
+ * epfd's set with events/data, modified, or deleted. A second set marks
+ * fd BS_FDF_NO_PARK (one registration is kept per fd). epfd's slot says
+ * BS_FD_EPOLL (unless it tracks something else). */
+void bs_fd_ep_added(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data);
+void bs_fd_ep_modified(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data);
+void bs_fd_ep_deleted(struct bs_fdtab *t, int epfd, int fd);
+/* Is fd's recorded registration in epfd's set? */
+int bs_fd_ep_in(struct bs_fdtab *t, int epfd, int fd);
+/* epfd was closed: every registration naming it is forgotten. */
+void bs_fd_ep_forget_set(struct bs_fdtab *t, int epfd);
+/* The connecting fd whose registration in epfd carries `data`, or -1. */
+int bs_fd_ep_find_connecting(struct bs_fdtab *t, int epfd, uint64_t data);
 
 /* A consistent copy of fd's destination: *key, the address (*len bytes
  * into *addr, 0 if none was kept; addr may be NULL). Returns 1, or 0 if fd

@@ -225,14 +225,28 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	return err;
 }
 
+/* The policy allows no further attempt: the common give-up line. */
+static void give_up_policy(int fd, const struct bs_dest *d, uint64_t start, int err)
+{
+	struct bs_budget b;
+	bs_budget_init(&b, start, 0, 0, BS_BUDGET_NO_TIMEOUT);
+	bs_budget_count(&b, atomic_load(&bs_fd_slot(bs_fds(), fd)->steps) + 1);
+	bs_budget_stop(&b, BS_STOP_POLICY);
+	int saved = errno;
+	bs_outcome_give_up(d, &b, err);
+	errno = saved;
+}
+
 /* A retryable failure of fd's attempt (started at t0), published. Returns
  * what the program sees: the error, or BS_NB_PARKED_NOW. */
 static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64_t t0,
 		  uint64_t start, int err, int may_wait)
 {
 	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
-	bs_outcome_failed_later(cfg, d, t0, err, fallback);
-	if (fallback || !d->addr) {
+	int policy_done = bs_outcome_failed_later(cfg, d, t0, err, fallback);
+	if (policy_done && !fallback && d->addr)
+		give_up_policy(fd, d, start, err);
+	if (policy_done || fallback || !d->addr) {
 		bs_outcome_forget(fd);
 		return err;
 	}

@@ -95,21 +95,22 @@ int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen
 /* A failure of the attempt that started at `started`, learned now, whose
  * wait counts from `from`: the attempt's start for a connect that failed,
  * now for a connection that was lost after it connected. */
-static void failed_from(const struct bs_config *cfg, const struct bs_dest *d,
-			uint64_t started, uint64_t from, int err, int quiet)
+static int failed_from(const struct bs_config *cfg, const struct bs_dest *d,
+		       uint64_t started, uint64_t from, int err, int quiet)
 {
 	uint64_t now = bs_now();
 	struct bs_entry *e = bs_table_claim(bs_tab(), d->key, now, cfg->policy.max_backoff);
 	if (!e)
-		return;
-	uint64_t s = atomic_load(&e->state);
-	publish_failure(e, d, s, started, from, bs_next_wait(cfg, e, s), err, quiet);
+		return 0;
+	uint64_t s = atomic_load(&e->state), delay = bs_next_wait(cfg, e, s);
+	publish_failure(e, d, s, started, from, delay, err, quiet);
+	return delay == BS_STOP;
 }
 
-void bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
-			  uint64_t t0, int err, int quiet)
+int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+			 uint64_t t0, int err, int quiet)
 {
-	failed_from(cfg, d, t0, t0, err, quiet);
+	return failed_from(cfg, d, t0, t0, err, quiet);
 }
 
 /* The connection on fd, which connected, was lost (closed early, a send
@@ -275,6 +276,8 @@ void bs_outcome_sent(const struct bs_config *cfg, int fd)
 
 void bs_outcome_closed(int fd)
 {
+	if (bs_fd_state(bs_fds(), fd) == BS_FD_EPOLL)
+		bs_fd_ep_forget_set(bs_fds(), fd); /* its registrations are gone */
 	bs_park_outcome_learned(fd); /* a probe closed: others may go */
 	const struct bs_config *cfg = bs_active();
 	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_PROBATION && lived(cfg_of_fd(cfg, fd), fd))

@@ -99,11 +99,4 @@ uint64_t bs_park_deadline_ms(uint64_t now, int timeout_ms);
  * INT32_MAX; 0 if passed; -1 for BS_PARK_NEVER). */
 int bs_park_wait_ms(uint64_t now, uint64_t until);
 
-/* The epoll registration of fd changed (epoll_ctl by the program); also
- * answers a program's MOD/DEL/ADD on a socket the shim took out of its set.
- * Returns 1 if handled here (the result in *ret, errno set), 0 to pass the
- * call to the kernel. */
-struct epoll_event;
-int bs_park_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev, int *ret);
-
 #endif

@@ -45,6 +45,39 @@ static int bs_sys_poll(struct pollfd *fds, nfds_t n, int timeout)
 	return (int)syscall(SYS_ppoll, fds, n, tp, NULL, _NSIG / 8);
 }
 
+/* select(2) as pselect6(2) (no SYS_select on aarch64); Linux writes the
+ * time left back into *tv, and so does this. */
+static int bs_sys_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	struct timespec ts, *tp = NULL;
+	if (tv) {
+		ts.tv_sec = tv->tv_sec;
+		ts.tv_nsec = tv->tv_usec * 1000;
+		tp = &ts;
+	}
+	int res = (int)syscall(SYS_pselect6, n, r, w, e, tp, NULL);
+	if (tv) {
+		tv->tv_sec = ts.tv_sec;
+		tv->tv_usec = ts.tv_nsec / 1000;
+	}
+	return res;
+}
+
+static int bs_sys_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+			  const sigset_t *mask)
+{
+	struct timespec copy, *tp = NULL; /* pselect6 writes the time left */
+	struct {
+		const sigset_t *set;
+		size_t size;
+	} m = {mask, _NSIG / 8};
+	if (ts) {
+		copy = *ts;
+		tp = &copy;
+	}
+	return (int)syscall(SYS_pselect6, n, r, w, e, tp, mask ? &m : NULL);
+}
+
 /* dup2(2) as dup3(2), which refuses a == b: then dup2 returns b if a is
  * open (as glibc does where there is no dup2 system call). */
 static int bs_sys_dup2(int a, int b)

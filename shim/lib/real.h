@@ -37,6 +37,8 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>

@@ -85,7 +85,8 @@ struct bs_dest {
 int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 		   uint64_t t0, uint64_t delay, int err, int quiet);
 /* Failure learned after the fact (EOF before the first byte, send error). */
-void bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+/* Returns 1 if the policy allows no further attempt after it. */
+int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 			  uint64_t t0, int err, int quiet);
 /* An attempt on fd connected (probation until the first byte). */
 void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,

@@ -1,0 +1,226 @@
+/*
+ * epoll_ctl, epoll_wait, epoll_pwait, epoll_pwait2.
+ *
+ * epoll_ctl records the program's registration of each fd in its slot
+ * (a few stores), so that a parked socket (park.h) can leave its set and
+ * come back with the program's own events and data. A program's MOD, DEL
+ * or ADD on a socket the shim took out of its set is answered as if it were
+ * still there.
+ *
+ * The waits: while no socket of the process is connecting or parked, a
+ * straight call (one load added). Otherwise the wait is capped at the
+ * earliest due time of a parked socket (and BS_PARK_RECHECK), due sockets
+ * are reconnected (and put back in their sets), and every reported
+ * EPOLLERR/EPOLLHUP of a connecting socket is screened: parked and dropped
+ * from the results in defer mode, retried in the call in retry mode. The
+ * call then goes on waiting for the rest of the program's own timeout.
+ */
+#include "clock.h"
+#include "park.h"
+#include "real.h"
+#include "shim.h"
+
+#include <errno.h>
+
+#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
+
+/* ---- registrations ---- */
+
+/* A call on a parked socket's registration, answered here: 1 if so. */
+static int answered_for_parked(int epfd, int op, int fd, const struct epoll_event *ev,
+			       int *ret)
+{
+	struct bs_fdtab *t = bs_fds();
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (!bs_park_is_parked(fd) || !s)
+		return 0;
+	int out_of_set = (atomic_load(&s->flags) & BS_FDF_EP_REMOVED) || !atomic_load(&s->ep_set);
+	if (!out_of_set)
+		return 0;
+	if (atomic_load(&s->ep_set) && !bs_fd_ep_in(t, epfd, fd)) {
+		bs_park_end(fd); /* a second set: the illusion ends here */
+		return 0;
+	}
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		if (bs_fd_ep_in(t, epfd, fd))
+			return errno = EEXIST, *ret = -1, 1;
+		if (!ev)
+			return errno = EFAULT, *ret = -1, 1;
+		bs_fd_ep_added(t, epfd, fd, ev->events, ev->data.u64);
+		atomic_fetch_or(&s->flags, BS_FDF_EP_REMOVED); /* joins when it reconnects */
+		return *ret = 0, 1;
+	case EPOLL_CTL_MOD:
+		if (!bs_fd_ep_in(t, epfd, fd))
+			return errno = ENOENT, *ret = -1, 1;
+		if (!ev)
+			return errno = EFAULT, *ret = -1, 1;
+		bs_fd_ep_modified(t, epfd, fd, ev->events, ev->data.u64);
+		return *ret = 0, 1;
+	case EPOLL_CTL_DEL:
+		if (!bs_fd_ep_in(t, epfd, fd))
+			return errno = ENOENT, *ret = -1, 1;
+		bs_fd_ep_deleted(t, epfd, fd);
+		return *ret = 0, 1;
+	}
+	return 0;
+}
+
+static void record(int epfd, int op, int fd, const struct epoll_event *ev)
+{
+	struct bs_fdtab *t = bs_fds();
+	if (op == EPOLL_CTL_ADD && ev)
+		bs_fd_ep_added(t, epfd, fd, ev->events, ev->data.u64);
+	else if (op == EPOLL_CTL_MOD && ev)
+		bs_fd_ep_modified(t, epfd, fd, ev->events, ev->data.u64);
+	else if (op == EPOLL_CTL_DEL)
+		bs_fd_ep_deleted(t, epfd, fd);
+}
+
+static int do_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	int ret;
+	if (bs_fd_any_parked(bs_fds()) && answered_for_parked(epfd, op, fd, ev, &ret))
+		return ret;
+	ret = bs_real_epoll_ctl(epfd, op, fd, ev);
+	if (ret == 0)
+		record(epfd, op, fd, ev);
+	return ret;
+}
+
+/* ---- waits ---- */
+
+struct call {
+	int epfd, max;
+	struct epoll_event *ev;
+	uint64_t deadline; /* the program's, BS_PARK_NEVER for none */
+	const sigset_t *mask;
+	int kind; /* 0 epoll_wait, 1 epoll_pwait, 2 epoll_pwait2 */
+};
+
+static int real_wait(const struct call *c, int ms)
+{
+	if (c->kind == 0)
+		return bs_real_epoll_wait(c->epfd, c->ev, c->max, ms);
+	if (c->kind == 1)
+		return bs_real_epoll_pwait(c->epfd, c->ev, c->max, ms, c->mask);
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	return bs_real_epoll_pwait2(c->epfd, c->ev, c->max, ms < 0 ? NULL : &ts, c->mask);
+}
+
+/* What the program is told of event e: 1 to keep it, 0 to drop it, -1 for
+ * EINTR (a signal ended retry mode's wait). */
+static int screened(const struct call *c, struct epoll_event *e)
+{
+	if (!(e->events & (EPOLLERR | EPOLLHUP)))
+		return 1;
+	int fd = bs_fd_ep_find_connecting(bs_fds(), c->epfd, e->data.u64);
+	if (fd < 0)
+		return 1;
+	switch (bs_park_screen(fd)) {
+	case BS_SCREEN_HIDE:
+		return 0;
+	case BS_SCREEN_EINTR:
+		return -1;
+	case BS_SCREEN_CONNECTED:
+		e->events = atomic_load(&bs_fd_slot(bs_fds(), fd)->ep_events) & EPOLLOUT;
+		return e->events != 0;
+	default:
+		return 1;
+	}
+}
+
+/* Screen the n reports, dropping the hidden ones. Returns how many are
+ * left, or -1 (EINTR). */
+static int screen(const struct call *c, int n)
+{
+	int kept = 0;
+	for (int i = 0; i < n; i++) {
+		int k = screened(c, &c->ev[i]);
+		if (k < 0)
+			return -1;
+		if (k)
+			c->ev[kept++] = c->ev[i];
+	}
+	return kept;
+}
+
+static int deferred(const struct call *c)
+{
+	int saved = errno;
+	for (int round = 0; round < ROUNDS_MAX; round++) {
+		uint64_t now = bs_now(), wake = bs_park_run(now);
+		uint64_t until = wake < c->deadline ? wake : c->deadline;
+		int r = real_wait(c, bs_park_wait_ms(now, until));
+		if (r < 0)
+			return r; /* EINTR and the rest: the program's, as they are */
+		r = screen(c, r);
+		if (r < 0)
+			return errno = EINTR, -1;
+		if (r || bs_now() >= c->deadline) {
+			errno = saved;
+			return r;
+		}
+	}
+	errno = saved;
+	return 0;
+}
+
+static uint64_t ts_deadline(const struct timespec *ts)
+{
+	if (!ts)
+		return BS_PARK_NEVER;
+	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
+		return 0;
+	uint64_t ns = (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+	uint64_t now = bs_now();
+	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
+}
+
+static int do_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	if (!bs_fd_any_pending(bs_fds()))
+		return bs_real_epoll_wait(epfd, ev, max, timeout);
+	struct call c = {epfd, max, ev, bs_park_deadline_ms(bs_now(), timeout), NULL, 0};
+	return deferred(&c);
+}
+
+static int do_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+			  const sigset_t *mask)
+{
+	if (!bs_fd_any_pending(bs_fds()))
+		return bs_real_epoll_pwait(epfd, ev, max, timeout, mask);
+	struct call c = {epfd, max, ev, bs_park_deadline_ms(bs_now(), timeout), mask, 1};
+	return deferred(&c);
+}
+
+static int do_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+			   const sigset_t *mask)
+{
+	if (!bs_fd_any_pending(bs_fds()))
+		return bs_real_epoll_pwait2(epfd, ev, max, ts, mask);
+	struct call c = {epfd, max, ev, ts_deadline(ts), mask, 2};
+	return deferred(&c);
+}
+
+BS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	return do_epoll_ctl(epfd, op, fd, ev);
+}
+
+BS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	return do_epoll_wait(epfd, ev, max, timeout);
+}
+
+BS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+		       const sigset_t *mask)
+{
+	return do_epoll_pwait(epfd, ev, max, timeout, mask);
+}
+
+BS_API int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+			const sigset_t *mask)
+{
+	return do_epoll_pwait2(epfd, ev, max, ts, mask);
+}

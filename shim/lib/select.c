@@ -1,0 +1,209 @@
+/*
+ * select, pselect: while no socket of the process is connecting or parked,
+ * a straight call (one load added). Otherwise, as poll.c does: the sets are
+ * copied onto the stack with the bits of parked sockets cleared, the wait is
+ * capped at the earliest due time of a parked socket (and BS_PARK_RECHECK),
+ * and a connecting socket reported ready is screened (select reports a
+ * failed connect as readable and writable: the kernel is asked whether it
+ * failed, without reading the error): parked and cleared in defer mode,
+ * retried in the call in retry mode. The call then goes on waiting for the
+ * rest of the program's own timeout. nfds beyond FD_SETSIZE: passed through.
+ */
+#include "clock.h"
+#include "park.h"
+#include "real.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
+
+struct sets {
+	fd_set r, w, e;
+};
+
+struct call {
+	int n;
+	fd_set *r, *w, *e;  /* the program's (any may be NULL) */
+	struct sets asked;  /* what the program asked, kept for every round */
+	uint64_t deadline;  /* the program's, BS_PARK_NEVER for none */
+	const sigset_t *mask;
+	int is_pselect;
+};
+
+static fd_set *pick(fd_set *program, fd_set *ours)
+{
+	return program ? ours : NULL;
+}
+
+static int real_wait(const struct call *c, struct sets *s, int ms)
+{
+	fd_set *r = pick(c->r, &s->r), *w = pick(c->w, &s->w), *e = pick(c->e, &s->e);
+	if (c->is_pselect) {
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+		return bs_real_pselect(c->n, r, w, e, ms < 0 ? NULL : &ts, c->mask);
+	}
+	struct timeval tv = {ms / 1000, (long)(ms % 1000) * 1000};
+	return bs_real_select(c->n, r, w, e, ms < 0 ? NULL : &tv);
+}
+
+static void clear_fd(struct sets *s, int fd)
+{
+	FD_CLR(fd, &s->r);
+	FD_CLR(fd, &s->w);
+	FD_CLR(fd, &s->e);
+}
+
+/* The round's sets: what the program asked, parked sockets cleared.
+ * Returns how many were. */
+static int hide_parked(const struct call *c, struct sets *s)
+{
+	int hidden = 0;
+	*s = c->asked;
+	for (int fd = 0; fd < c->n; fd++)
+		if (bs_park_is_parked(fd) &&
+		    (FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e))) {
+			clear_fd(s, fd);
+			hidden++;
+		}
+	return hidden;
+}
+
+/* Screen connecting sockets reported ready; returns the bits left set, or
+ * -1 (EINTR: a signal ended retry mode's wait). */
+static int screen(const struct call *c, struct sets *s)
+{
+	int left = 0;
+	for (int fd = 0; fd < c->n; fd++) {
+		int ready = FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e);
+		if (ready && bs_fd_state(bs_fds(), fd) == BS_FD_CONNECTING) {
+			enum bs_screen v = bs_park_screen_ready(fd);
+			if (v == BS_SCREEN_EINTR)
+				return -1;
+			if (v == BS_SCREEN_HIDE)
+				clear_fd(s, fd);
+			else if (v == BS_SCREEN_CONNECTED) {
+				clear_fd(s, fd);
+				if (FD_ISSET(fd, &c->asked.w))
+					FD_SET(fd, &s->w);
+			}
+		}
+		left += FD_ISSET(fd, &s->r) + FD_ISSET(fd, &s->w) + FD_ISSET(fd, &s->e);
+	}
+	return left;
+}
+
+static void hand_back(const struct call *c, const struct sets *s)
+{
+	if (c->r)
+		*c->r = s->r;
+	if (c->w)
+		*c->w = s->w;
+	if (c->e)
+		*c->e = s->e;
+}
+
+static int deferred(struct call *c)
+{
+	struct sets s;
+	int saved = errno;
+	for (int round = 0; round < ROUNDS_MAX; round++) {
+		uint64_t now = bs_now(), wake = bs_park_run(now);
+		uint64_t until = hide_parked(c, &s) && wake < c->deadline ? wake : c->deadline;
+		int r = real_wait(c, &s, bs_park_wait_ms(now, until));
+		if (r < 0)
+			return r; /* EINTR and the rest: the program's, as they are */
+		r = screen(c, &s);
+		if (r < 0)
+			return errno = EINTR, -1;
+		if (r || bs_now() >= c->deadline) {
+			hand_back(c, &s);
+			errno = saved;
+			return r;
+		}
+	}
+	memset(&s, 0, sizeof s);
+	hand_back(c, &s);
+	errno = saved;
+	return 0;
+}
+
+static void take_sets(struct call *c)
+{
+	memset(&c->asked, 0, sizeof c->asked);
+	if (c->r)
+		c->asked.r = *c->r;
+	if (c->w)
+		c->asked.w = *c->w;
+	if (c->e)
+		c->asked.e = *c->e;
+}
+
+static uint64_t tv_deadline(uint64_t now, const struct timeval *tv)
+{
+	if (!tv)
+		return BS_PARK_NEVER;
+	if (tv->tv_sec < 0 || tv->tv_usec < 0)
+		return now;
+	return now + (uint64_t)tv->tv_sec * BS_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000;
+}
+
+static uint64_t ts_deadline(uint64_t now, const struct timespec *ts)
+{
+	if (!ts)
+		return BS_PARK_NEVER;
+	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
+		return now;
+	return now + (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+}
+
+/* Linux's select writes the time left into the program's timeval. */
+static void time_left(struct timeval *tv, uint64_t deadline)
+{
+	uint64_t now = bs_now(), left = deadline > now ? deadline - now : 0;
+	tv->tv_sec = (time_t)(left / BS_NS_PER_SEC);
+	tv->tv_usec = (suseconds_t)(left % BS_NS_PER_SEC / 1000);
+}
+
+static int mine(int n)
+{
+	return n > 0 && n <= FD_SETSIZE && bs_fd_any_pending(bs_fds());
+}
+
+static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	if (!mine(n))
+		return bs_real_select(n, r, w, e, tv);
+	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = tv_deadline(bs_now(), tv)};
+	take_sets(&c);
+	int res = deferred(&c);
+	if (tv) {
+		int saved = errno;
+		time_left(tv, c.deadline);
+		errno = saved;
+	}
+	return res;
+}
+
+static int do_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		      const sigset_t *mask)
+{
+	if (!mine(n))
+		return bs_real_pselect(n, r, w, e, ts, mask);
+	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = ts_deadline(bs_now(), ts),
+			 .mask = mask, .is_pselect = 1};
+	take_sets(&c);
+	return deferred(&c);
+}
+
+BS_API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	return do_select(n, r, w, e, tv);
+}
+
+BS_API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+		   const sigset_t *mask)
+{
+	return do_pselect(n, r, w, e, ts, mask);
+}
