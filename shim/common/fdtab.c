@@ -19,9 +19,19 @@ void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap)
 	atomic_store(&t->parked, 0);
 }
 
-/* Every state change: the pending count follows the exchange's result. */
-static void set_state(struct bs_fdtab *t, struct bs_fdslot *s, unsigned st)
+/* Every state change: the pending count follows the exchange's result.
+ * Between two states that are not pending (the common case: a connect that
+ * succeeded, a close) a plain store: a racing writer can then only leave
+ * the count too high, which costs readiness calls their fast path, never
+ * too low. */
+static inline __attribute__((always_inline)) void set_state(struct bs_fdtab *t,
+							     struct bs_fdslot *s, unsigned st)
 {
+	unsigned seen = atomic_load_explicit(&s->state, memory_order_relaxed);
+	if (!bs_fd_state_is_pending(seen) && !bs_fd_state_is_pending(st)) {
+		atomic_store_explicit(&s->state, st, memory_order_release);
+		return;
+	}
 	unsigned old = atomic_exchange_explicit(&s->state, st, memory_order_acq_rel);
 	int d = bs_fd_state_is_pending(st) - bs_fd_state_is_pending(old);
 	if (d)
@@ -182,7 +192,10 @@ void bs_fd_renew(struct bs_fdtab *t, int fd)
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (!s)
 		return;
-	bs_fd_clear(t, fd);
+	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
+		set_state(t, s, BS_FD_NONE);
+	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed))
+		clear_ident(s);
 	if (atomic_load_explicit(&s->flags, memory_order_relaxed))
 		atomic_store_explicit(&s->flags, 0, memory_order_relaxed);
 	if (atomic_load_explicit(&s->ep_set, memory_order_relaxed))

@@ -338,6 +338,8 @@ static void start_call(struct call *c, uint64_t start)
 static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int saved)
 {
 	c->tid = bs_gettid();
+	c->last_err = 0;
+	c->seen_fail = 0;
 	uint64_t start = t0 ? t0 : bs_now();
 	start_call(c, start);
 	if (!c->e)
@@ -372,7 +374,8 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key)
 {
 	int saved = errno;
-	struct call c = {.cfg = cfg, .fd = fd, .addr = addr, .len = len, .key = key};
+	struct call c; /* the fast path fills what it uses; backoff_connect the rest */
+	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key;
 	c.e = bs_table_find(bs_tab(), key);
 	uint64_t s = c.e ? atomic_load_explicit(&c.e->state, memory_order_acquire) : 0;
 	uint64_t t0 = 0;

@@ -177,12 +177,21 @@ static uint64_t ts_deadline(const struct timespec *ts)
 	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
 }
 
+/* (the slow paths are kept out of line: a straight call sets up no frame) */
+static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *ev, int max,
+						  int timeout, const struct timespec *ts,
+						  const sigset_t *mask, int kind)
+{
+	uint64_t deadline = kind == 2 ? ts_deadline(ts) : bs_park_deadline_ms(bs_now(), timeout);
+	struct call c = {epfd, max, ev, deadline, mask, kind};
+	return deferred(&c);
+}
+
 static int do_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	if (!bs_fd_any_pending(bs_fds()))
 		return bs_real_epoll_wait(epfd, ev, max, timeout);
-	struct call c = {epfd, max, ev, bs_park_deadline_ms(bs_now(), timeout), NULL, 0};
-	return deferred(&c);
+	return wait_watched(epfd, ev, max, timeout, NULL, NULL, 0);
 }
 
 static int do_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
@@ -190,8 +199,7 @@ static int do_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 {
 	if (!bs_fd_any_pending(bs_fds()))
 		return bs_real_epoll_pwait(epfd, ev, max, timeout, mask);
-	struct call c = {epfd, max, ev, bs_park_deadline_ms(bs_now(), timeout), mask, 1};
-	return deferred(&c);
+	return wait_watched(epfd, ev, max, timeout, NULL, mask, 1);
 }
 
 static int do_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
@@ -199,8 +207,7 @@ static int do_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const stru
 {
 	if (!bs_fd_any_pending(bs_fds()))
 		return bs_real_epoll_pwait2(epfd, ev, max, ts, mask);
-	struct call c = {epfd, max, ev, ts_deadline(ts), mask, 2};
-	return deferred(&c);
+	return wait_watched(epfd, ev, max, 0, ts, mask, 2);
 }
 
 BS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)

@@ -183,10 +183,6 @@ void bs_outcome_forget(int fd)
 	bs_fd_clear(bs_fds(), fd);
 }
 
-void bs_outcome_new_fd(int fd)
-{
-	bs_fd_renew(bs_fds(), fd);
-}
 
 struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss)
 {
@@ -264,6 +260,8 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 /* The settings that apply to fd's destination ([dest] rules). */
 static const struct bs_config *cfg_of_fd(const struct bs_config *cfg, int fd)
 {
+	if (!cfg->rules || !cfg->rules->n)
+		return cfg; /* no [dest] sections: no address to read */
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
 	return d.addr ? bs_cfg_for(cfg, d.addr, d.len) : cfg;
@@ -276,12 +274,21 @@ void bs_outcome_sent(const struct bs_config *cfg, int fd)
 
 void bs_outcome_closed(int fd)
 {
-	if (bs_fd_state(bs_fds(), fd) == BS_FD_EPOLL)
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	const struct bs_config *cfg;
+	switch (s ? atomic_load(&s->state) : BS_FD_NONE) {
+	case BS_FD_EPOLL:
 		bs_fd_ep_forget_set(bs_fds(), fd); /* its registrations are gone */
-	bs_park_outcome_learned(fd); /* a probe closed: others may go */
-	const struct bs_config *cfg = bs_active();
-	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_PROBATION && lived(cfg_of_fd(cfg, fd), fd))
-		proved_healthy(fd, atomic_load(&bs_fd_slot(bs_fds(), fd)->key));
+		break;
+	case BS_FD_CONNECTING:
+	case BS_FD_PARKED:
+		bs_park_outcome_learned(fd); /* a probe closed: others may go */
+		break;
+	case BS_FD_PROBATION:
+		if ((cfg = bs_active()) && lived(cfg_of_fd(cfg, fd), fd))
+			proved_healthy(fd, atomic_load(&s->key));
+		break;
+	}
 	bs_fd_renew(bs_fds(), fd); /* the number names nothing now */
 }
 

@@ -129,16 +129,22 @@ static void give_up_parked(const struct call *c)
 			bs_park_end(c->fds[i].fd);
 }
 
-static int do_poll(struct pollfd *fds, nfds_t n, int timeout)
+/* (the slow paths are kept out of line: a straight call sets up no frame) */
+static __attribute__((noinline)) int poll_watched(struct pollfd *fds, nfds_t n, int timeout)
 {
-	if (!bs_fd_any_pending(bs_fds()))
-		return bs_real_poll(fds, n, timeout);
 	struct call c = {fds, n, bs_park_deadline_ms(bs_now(), timeout), NULL, 0};
 	if (n > POLL_COPY) {
 		give_up_parked(&c);
 		return bs_real_poll(fds, n, timeout);
 	}
 	return deferred(&c);
+}
+
+static int do_poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	if (!bs_fd_any_pending(bs_fds()))
+		return bs_real_poll(fds, n, timeout);
+	return poll_watched(fds, n, timeout);
 }
 
 static uint64_t ts_deadline(const struct timespec *ts)
@@ -152,17 +158,23 @@ static uint64_t ts_deadline(const struct timespec *ts)
 	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
 }
 
-static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
-		    const sigset_t *mask)
+static __attribute__((noinline)) int ppoll_watched(struct pollfd *fds, nfds_t n,
+						   const struct timespec *ts, const sigset_t *mask)
 {
-	if (!bs_fd_any_pending(bs_fds()))
-		return bs_real_ppoll(fds, n, ts, mask);
 	struct call c = {fds, n, ts_deadline(ts), mask, 1};
 	if (n > POLL_COPY) {
 		give_up_parked(&c);
 		return bs_real_ppoll(fds, n, ts, mask);
 	}
 	return deferred(&c);
+}
+
+static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+		    const sigset_t *mask)
+{
+	if (!bs_fd_any_pending(bs_fds()))
+		return bs_real_ppoll(fds, n, ts, mask);
+	return ppoll_watched(fds, n, ts, mask);
 }
 
 BS_API int poll(struct pollfd *fds, nfds_t n, int timeout) { return do_poll(fds, n, timeout); }

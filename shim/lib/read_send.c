@@ -21,7 +21,8 @@
 
 #include <errno.h>
 
-enum op_kind { OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG };
+enum op_kind { OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG,
+	       OP_READ, OP_READV, OP_RECV, OP_RECVFROM, OP_RECVMSG };
 
 struct op { /* a send-side call, so that it can be made again */
 	enum op_kind kind;
@@ -32,6 +33,12 @@ struct op { /* a send-side call, so that it can be made again */
 	const struct msghdr *msg;
 	const struct sockaddr *addr;
 	socklen_t alen;
+	/* the read side's */
+	void *rbuf;
+	const struct iovec *riov;
+	struct msghdr *rmsg;
+	struct sockaddr *raddr;
+	socklen_t *ralen;
 };
 
 static ssize_t redo(const struct op *o)
@@ -42,6 +49,12 @@ static ssize_t redo(const struct op *o)
 	case OP_SEND: return bs_real_send(o->fd, o->buf, o->n, o->flags);
 	case OP_SENDTO: return bs_real_sendto(o->fd, o->buf, o->n, o->flags, o->addr, o->alen);
 	case OP_SENDMSG: return bs_real_sendmsg(o->fd, o->msg, o->flags);
+	case OP_READ: return bs_real_read(o->fd, o->rbuf, o->n);
+	case OP_READV: return bs_real_readv(o->fd, o->riov, o->cnt);
+	case OP_RECV: return bs_real_recv(o->fd, o->rbuf, o->n, o->flags);
+	case OP_RECVFROM:
+		return bs_real_recvfrom(o->fd, o->rbuf, o->n, o->flags, o->raddr, o->ralen);
+	case OP_RECVMSG: return bs_real_recvmsg(o->fd, o->rmsg, o->flags);
 	}
 	return -1;
 }
@@ -159,33 +172,51 @@ static int parked(int fd)
 	return -1;
 }
 
-#define READ_WRAP(call)                                                  \
-	unsigned st;                                                     \
-	if (!watch_read(fd, &st))                                        \
+/* A read-side call on an fd the shim watches (kept out of line: the hot
+ * path of the wrappers is one load and a tail call). */
+static __attribute__((noinline)) ssize_t read_watched(const struct op *o)
+{
+	unsigned st;
+	if (!watch_read(o->fd, &st))
+		return redo(o);
+	if (st == BS_FD_FAILED)
+		return owed(o->fd) ? -1 : redo(o);
+	if (st == BS_FD_PARKED)
+		return parked(o->fd);
+	ssize_t r = redo(o);
+	return read_done(o->fd, st, r);
+}
+
+/* An fd the shim does not watch: the call, one check. */
+static inline int unwatched(int fd)
+{
+	return __builtin_expect(bs_fd_state(bs_fds(), fd) == BS_FD_NONE, 1);
+}
+
+#define READ_WRAP(call, ...)                                             \
+	if (unwatched(fd))                                               \
 		return call;                                             \
-	if (st == BS_FD_FAILED)                                          \
-		return owed(fd) ? -1 : call;                             \
-	if (st == BS_FD_PARKED)                                          \
-		return parked(fd);                                       \
-	ssize_t r = call;                                                \
-	return read_done(fd, st, r)
+	struct op o = {__VA_ARGS__};                                     \
+	return read_watched(&o)
 
 /* the shared part of the plain calls and their _chk variants */
-static ssize_t do_read(int fd, void *b, size_t n) { READ_WRAP(bs_real_read(fd, b, n)); }
-static ssize_t do_recv(int fd, void *b, size_t n, int f) { READ_WRAP(bs_real_recv(fd, b, n, f)); }
+static ssize_t do_read(int fd, void *b, size_t n) { READ_WRAP(bs_real_read(fd, b, n), .kind = OP_READ, .fd = fd, .rbuf = b, .n = n); }
+static ssize_t do_recv(int fd, void *b, size_t n, int f) { READ_WRAP(bs_real_recv(fd, b, n, f), .kind = OP_RECV, .fd = fd, .rbuf = b, .n = n,
+		  .flags = f); }
 static ssize_t do_recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
 {
-	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al));
+	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al), .kind = OP_RECVFROM, .fd = fd, .rbuf = b,
+		  .n = n, .flags = f, .raddr = a, .ralen = al);
 }
 
 BS_API ssize_t read(int fd, void *b, size_t n) { return do_read(fd, b, n); }
-BS_API ssize_t readv(int fd, const struct iovec *v, int c) { READ_WRAP(bs_real_readv(fd, v, c)); }
+BS_API ssize_t readv(int fd, const struct iovec *v, int c) { READ_WRAP(bs_real_readv(fd, v, c), .kind = OP_READV, .fd = fd, .riov = v, .cnt = c); }
 BS_API ssize_t recv(int fd, void *b, size_t n, int f) { return do_recv(fd, b, n, f); }
 BS_API ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
 {
 	return do_recvfrom(fd, b, n, f, a, al);
 }
-BS_API ssize_t recvmsg(int fd, struct msghdr *m, int f) { READ_WRAP(bs_real_recvmsg(fd, m, f)); }
+BS_API ssize_t recvmsg(int fd, struct msghdr *m, int f) { READ_WRAP(bs_real_recvmsg(fd, m, f), .kind = OP_RECVMSG, .fd = fd, .rmsg = m, .flags = f); }
 
 /* _FORTIFY_SOURCE builds call these instead; a failed size check ends the
  * program exactly as libc's own would. */
@@ -212,32 +243,41 @@ BS_API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struc
 
 /* ---- the send side ---- */
 
-#define SEND_WRAP(...)                                                   \
+/* A send-side call on an fd the shim watches (out of line, as above). */
+static __attribute__((noinline)) ssize_t send_watched(const struct op *o)
+{
+	unsigned st = bs_fd_state(bs_fds(), o->fd);
+	if (st == BS_FD_NONE)
+		return redo(o);
+	if (st == BS_FD_FAILED)
+		return owed(o->fd) ? -1 : redo(o);
+	if (st == BS_FD_PARKED)
+		return parked(o->fd);
+	int saved = errno;
+	ssize_t r = redo(o);
+	if (r >= 0 && st == BS_FD_HEALTHY)
+		return r;
+	return send_done(o, st, r, saved);
+}
+
+#define SEND_WRAP(call, ...)                                             \
+	if (unwatched(fd))                                               \
+		return call;                                             \
 	struct op o = {__VA_ARGS__};                                     \
-	unsigned st = bs_fd_state(bs_fds(), fd);                         \
-	if (st == BS_FD_NONE) /* the hot path: the call, one check */    \
-		return redo(&o);                                         \
-	if (st == BS_FD_FAILED)                                          \
-		return owed(fd) ? -1 : redo(&o);                         \
-	if (st == BS_FD_PARKED)                                          \
-		return parked(fd);                                       \
-	int saved = errno;                                               \
-	ssize_t r = redo(&o);                                            \
-	if (r >= 0 && st == BS_FD_HEALTHY)                               \
-		return r;                                                \
-	return send_done(&o, st, r, saved)
+	return send_watched(&o)
 
 BS_API ssize_t write(int fd, const void *b, size_t n)
 {
-	SEND_WRAP(.kind = OP_WRITE, .fd = fd, .buf = b, .n = n);
+	SEND_WRAP(bs_real_write(fd, b, n), .kind = OP_WRITE, .fd = fd, .buf = b, .n = n);
 }
 BS_API ssize_t writev(int fd, const struct iovec *v, int c)
 {
-	SEND_WRAP(.kind = OP_WRITEV, .fd = fd, .iov = v, .cnt = c);
+	SEND_WRAP(bs_real_writev(fd, v, c), .kind = OP_WRITEV, .fd = fd, .iov = v, .cnt = c);
 }
 BS_API ssize_t send(int fd, const void *b, size_t n, int f)
 {
-	SEND_WRAP(.kind = OP_SEND, .fd = fd, .buf = b, .n = n, .flags = f);
+	SEND_WRAP(bs_real_send(fd, b, n, f), .kind = OP_SEND, .fd = fd, .buf = b, .n = n,
+		  .flags = f);
 }
 BS_API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr *a,
 		      socklen_t al)
@@ -246,10 +286,10 @@ BS_API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct socka
 	if ((f & MSG_FASTOPEN) && a && (cfg = bs_active()) &&
 	    bs_addr_kind(a, al) == BS_ADDR_INET)
 		return bs_fastopen(cfg, fd, b, n, f, a, al);
-	SEND_WRAP(.kind = OP_SENDTO, .fd = fd, .buf = b, .n = n, .flags = f, .addr = a,
-		  .alen = al);
+	SEND_WRAP(bs_real_sendto(fd, b, n, f, a, al), .kind = OP_SENDTO, .fd = fd, .buf = b,
+		  .n = n, .flags = f, .addr = a, .alen = al);
 }
 BS_API ssize_t sendmsg(int fd, const struct msghdr *m, int f)
 {
-	SEND_WRAP(.kind = OP_SENDMSG, .fd = fd, .msg = m, .flags = f);
+	SEND_WRAP(bs_real_sendmsg(fd, m, f), .kind = OP_SENDMSG, .fd = fd, .msg = m, .flags = f);
 }

@@ -97,14 +97,25 @@ static int bs_sys_dup2(int a, int b)
 		return (name##_t)resolve(&slot_##name, #name);           \
 	}
 
+/* The resolved case is a load, a test and a tail call: the rest (dlsym,
+ * the fallback) lives in a cold function of its own, so no frame is set up
+ * on the way to libc. */
 #define BS_REAL(ret, name, params, args, fallback)                       \
 	SLOT(ret, name, params)                                          \
-	ret bs_real_##name params                                        \
+	static __attribute__((noinline, cold)) ret unresolved_##name params \
 	{                                                                \
 		name##_t f = get_##name();                               \
 		if (f)                                                   \
 			return f args;                                   \
 		return fallback;                                         \
+	}                                                                \
+	ret bs_real_##name params                                        \
+	{                                                                \
+		name##_t f = (name##_t)atomic_load_explicit(             \
+			&slot_##name, memory_order_acquire);             \
+		if (__builtin_expect(f != NULL, 1))                      \
+			return f args;                                   \
+		return unresolved_##name args;                           \
 	}
 #define BS_REAL_VOID(name, params, args, fallback)                       \
 	SLOT(void, name, params)                                         \

@@ -171,10 +171,10 @@ static int mine(int n)
 	return n > 0 && n <= FD_SETSIZE && bs_fd_any_pending(bs_fds());
 }
 
-static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+/* (the slow paths are kept out of line: a straight call sets up no frame) */
+static __attribute__((noinline)) int select_watched(int n, fd_set *r, fd_set *w, fd_set *e,
+						    struct timeval *tv)
 {
-	if (!mine(n))
-		return bs_real_select(n, r, w, e, tv);
 	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = tv_deadline(bs_now(), tv)};
 	take_sets(&c);
 	int res = deferred(&c);
@@ -186,15 +186,29 @@ static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 	return res;
 }
 
+static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w, fd_set *e,
+						     const struct timespec *ts,
+						     const sigset_t *mask)
+{
+	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = ts_deadline(bs_now(), ts),
+			 .mask = mask, .is_pselect = 1};
+	take_sets(&c);
+	return deferred(&c);
+}
+
+static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	if (!mine(n))
+		return bs_real_select(n, r, w, e, tv);
+	return select_watched(n, r, w, e, tv);
+}
+
 static int do_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
 		      const sigset_t *mask)
 {
 	if (!mine(n))
 		return bs_real_pselect(n, r, w, e, ts, mask);
-	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = ts_deadline(bs_now(), ts),
-			 .mask = mask, .is_pselect = 1};
-	take_sets(&c);
-	return deferred(&c);
+	return pselect_watched(n, r, w, e, ts, mask);
 }
 
 BS_API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)

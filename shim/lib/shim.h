@@ -131,7 +131,10 @@ void bs_outcome_paced_connected(int fd, uint64_t t0);
  * given up, or it is not a stream): untracked. */
 void bs_outcome_forget(int fd);
 /* The number fd names a new descriptor (socket, accept): nothing known. */
-void bs_outcome_new_fd(int fd);
+static inline void bs_outcome_new_fd(int fd)
+{
+	bs_fd_renew(bs_fds(), fd);
+}
 int bs_outcome_lived(const struct bs_config *cfg, int fd, uint64_t key);
 void bs_outcome_first_byte(const struct bs_config *cfg, int fd, const struct bs_dest *d);
 void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct bs_dest *d,

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,6 +34,7 @@
 #define ROUNDS 11
 #define CONNECTS 20000
 #define PINGPONGS 200000
+#define EPOLL_ECHOES 200000
 #define WORKER_LIMIT_S 60 /* per worker process */
 #define TOTAL_LIMIT_S 300 /* whole benchmark */
 #define TARGET 1.01
@@ -155,6 +157,49 @@ static uint64_t work_pingpong(long n)
 	return el;
 }
 
+/* An event loop's turn: epoll_wait for the echo, then recv it and send
+ * the next byte (the ponger thread echoes each one back). */
+static int epoll_turn(int ep, int fd)
+{
+	struct epoll_event ev;
+	int r;
+	do
+		r = epoll_wait(ep, &ev, 1, 5000);
+	while (r < 0 && errno == EINTR);
+	return r == 1 && xfer(fd, 0) == 0 && xfer(fd, 1) == 0 ? 0 : -1;
+}
+
+static uint64_t work_epoll(long n)
+{
+	int sv[2], ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		die("epoll/socketpair");
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = sv[0]};
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) != 0)
+		die("epoll_ctl");
+	long warm = n / 20;
+	struct pong p = {sv[1], warm + n + 1};
+	pthread_t t;
+	if (pthread_create(&t, NULL, ponger, &p) != 0)
+		die("pthread_create");
+	if (xfer(sv[0], 1) != 0)
+		die("first byte");
+	for (long i = 0; i < warm; i++)
+		if (epoll_turn(ep, sv[0]) != 0)
+			die("epoll echo (warm-up)");
+	uint64_t t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		if (epoll_turn(ep, sv[0]) != 0)
+			die("epoll echo");
+	uint64_t el = now_ns() - t0;
+	xfer(sv[0], 0); /* the last echo */
+	pthread_join(t, NULL);
+	close(sv[0]);
+	close(sv[1]);
+	close(ep);
+	return el;
+}
+
 static void pin_last_cpu(void)
 {
 	cpu_set_t set;
@@ -181,6 +226,8 @@ static int worker(const char *what, const char *count)
 		el = work_connect(n);
 	else if (strcmp(what, "pingpong") == 0)
 		el = work_pingpong(n);
+	else if (strcmp(what, "epoll") == 0)
+		el = work_epoll(n);
 	else
 		return 2;
 	/* Say whether connect() resolves to something other than libc's, so
@@ -303,6 +350,8 @@ int main(int argc, char **argv)
 	      deadline);
 	bench(self, lib, "pingpong", PINGPONGS, "send+recv 1-byte loop",
 	      "round trips", deadline);
+	bench(self, lib, "epoll", EPOLL_ECHOES, "epoll_wait+recv+send echo loop",
+	      "turns", deadline);
 	free(lib);
 	free(self);
 	return 0;
