@@ -341,12 +341,12 @@ void bs_fd_ep_forget_set(struct bs_fdtab *t, int epfd)
 		bs_fd_ep_deleted(t, epfd, (int)fd);
 }
 
-int bs_fd_ep_find_connecting(struct bs_fdtab *t, int epfd, uint64_t data)
+int bs_fd_ep_find(struct bs_fdtab *t, int epfd, uint64_t data, enum bs_fd_state st)
 {
 	unsigned h = atomic_load(&t->high);
 	for (unsigned fd = 0; fd < h && fd < t->cap; fd++) {
 		struct bs_fdslot *s = &t->slots[fd];
-		if (atomic_load_explicit(&s->state, memory_order_relaxed) == BS_FD_CONNECTING &&
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == (unsigned)st &&
 		    atomic_load(&s->ep_set) == (uint32_t)epfd + 1 && atomic_load(&s->ep_data) == data)
 			return (int)fd;
 	}

@@ -161,8 +161,8 @@ void bs_fd_ep_deleted(struct bs_fdtab *t, int epfd, int fd);
 int bs_fd_ep_in(struct bs_fdtab *t, int epfd, int fd);
 /* epfd was closed: every registration naming it is forgotten. */
 void bs_fd_ep_forget_set(struct bs_fdtab *t, int epfd);
-/* The connecting fd whose registration in epfd carries `data`, or -1. */
-int bs_fd_ep_find_connecting(struct bs_fdtab *t, int epfd, uint64_t data);
+/* The fd in state st whose registration in epfd carries `data`, or -1. */
+int bs_fd_ep_find(struct bs_fdtab *t, int epfd, uint64_t data, enum bs_fd_state st);
 
 /* A consistent copy of fd's destination: *key, the address (*len bytes
  * into *addr, 0 if none was kept; addr may be NULL). Returns 1, or 0 if fd

@@ -114,9 +114,14 @@ static int screened(const struct call *c, struct epoll_event *e)
 {
 	if (!(e->events & (EPOLLERR | EPOLLHUP)))
 		return 1;
-	int fd = bs_fd_ep_find_connecting(bs_fds(), c->epfd, e->data.u64);
-	if (fd < 0)
+	int fd = bs_fd_ep_find(bs_fds(), c->epfd, e->data.u64, BS_FD_CONNECTING);
+	if (fd < 0) {
+		/* a connect whose parking ended: its error was read away (owed),
+		 * so the kernel shows only OUT|HUP; say it failed */
+		if (bs_fd_ep_find(bs_fds(), c->epfd, e->data.u64, BS_FD_FAILED) >= 0)
+			e->events |= EPOLLERR;
 		return 1;
+	}
 	switch (bs_park_screen(fd)) {
 	case BS_SCREEN_HIDE:
 		return 0;

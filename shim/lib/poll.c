@@ -58,6 +58,8 @@ static short screened(const struct pollfd *p, int *intr)
 {
 	if (p->fd < 0 || !(p->revents & (POLLERR | POLLHUP)))
 		return p->fd < 0 ? 0 : p->revents;
+	if (bs_fd_state(bs_fds(), p->fd) == BS_FD_FAILED)
+		return p->revents | POLLERR; /* its error was read away: owed */
 	switch (bs_park_screen(p->fd)) {
 	case BS_SCREEN_EINTR:
 		*intr = 1;
