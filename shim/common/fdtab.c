@@ -176,15 +176,20 @@ static void clear_ident(struct bs_fdslot *s)
 	write_end(s, g);
 }
 
-void bs_fd_clear(struct bs_fdtab *t, int fd)
+static inline __attribute__((always_inline)) void untrack(struct bs_fdtab *t,
+							   struct bs_fdslot *s)
 {
-	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (!s)
-		return;
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
 		set_state(t, s, BS_FD_NONE);
 	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed))
 		clear_ident(s);
+}
+
+void bs_fd_clear(struct bs_fdtab *t, int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (s)
+		untrack(t, s);
 }
 
 void bs_fd_renew(struct bs_fdtab *t, int fd)
@@ -192,10 +197,7 @@ void bs_fd_renew(struct bs_fdtab *t, int fd)
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (!s)
 		return;
-	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
-		set_state(t, s, BS_FD_NONE);
-	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed))
-		clear_ident(s);
+	untrack(t, s);
 	if (atomic_load_explicit(&s->flags, memory_order_relaxed))
 		atomic_store_explicit(&s->flags, 0, memory_order_relaxed);
 	if (atomic_load_explicit(&s->ep_set, memory_order_relaxed))

@@ -22,7 +22,6 @@
 
 #include <errno.h>
 
-#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
 
 /* ---- registrations ---- */
 
@@ -150,36 +149,16 @@ static int screen(const struct call *c, int n)
 	return kept;
 }
 
-static int deferred(const struct call *c)
+static int wait_round(void *call, uint64_t now)
 {
-	int saved = errno;
-	for (int round = 0; round < ROUNDS_MAX; round++) {
-		uint64_t now = bs_now(), wake = bs_park_run(now);
-		uint64_t until = wake < c->deadline ? wake : c->deadline;
-		int r = real_wait(c, bs_park_wait_ms(now, until));
-		if (r < 0)
-			return r; /* EINTR and the rest: the program's, as they are */
-		r = screen(c, r);
-		if (r < 0)
-			return errno = EINTR, -1;
-		if (r || bs_now() >= c->deadline) {
-			errno = saved;
-			return r;
-		}
-	}
-	errno = saved;
-	return 0;
+	const struct call *c = call;
+	uint64_t wake = bs_park_run(now);
+	return real_wait(c, bs_park_wait_ms(now, wake < c->deadline ? wake : c->deadline));
 }
 
-static uint64_t ts_deadline(const struct timespec *ts)
+static int screen_round(void *call, int r)
 {
-	if (!ts)
-		return BS_PARK_NEVER;
-	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
-		return 0;
-	uint64_t ns = (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
-	uint64_t now = bs_now();
-	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
+	return screen(call, r);
 }
 
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
@@ -187,9 +166,11 @@ static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *
 						  int timeout, const struct timespec *ts,
 						  const sigset_t *mask, int kind)
 {
-	uint64_t deadline = kind == 2 ? ts_deadline(ts) : bs_park_deadline_ms(bs_now(), timeout);
+	uint64_t now = bs_now();
+	uint64_t deadline = kind == 2 ? bs_park_deadline_ts(now, ts)
+				      : bs_park_deadline_ms(now, timeout);
 	struct call c = {epfd, max, ev, deadline, mask, kind};
-	return deferred(&c);
+	return bs_park_rounds(&c, deadline, wait_round, screen_round);
 }
 
 static int do_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

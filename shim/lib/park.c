@@ -361,3 +361,32 @@ void bs_park_before_fork(void)
 			end_parked(NULL, (int)fd, s, NULL);
 	}
 }
+
+#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
+
+int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
+		   int (*screen)(void *call, int r))
+{
+	int saved = errno;
+	for (int n = 0; n < ROUNDS_MAX; n++) {
+		int r = round(call, bs_now());
+		if (r < 0)
+			return r; /* EINTR and the rest: the program's, as they are */
+		r = screen(call, r);
+		if (r < 0)
+			return errno = EINTR, -1;
+		if (r || bs_now() >= deadline)
+			return errno = saved, r;
+	}
+	return errno = saved, 0;
+}
+
+uint64_t bs_park_deadline_ts(uint64_t now, const struct timespec *ts)
+{
+	if (!ts)
+		return BS_PARK_NEVER;
+	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
+		return now;
+	uint64_t ns = (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
+}

@@ -24,6 +24,7 @@
 #define BS_PARK_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "config.h"
 #include "shim.h"
@@ -92,9 +93,21 @@ enum bs_screen bs_park_screen_ready(int fd);
  * child inherits can no longer be hidden. */
 void bs_park_before_fork(void);
 
+/* The rounds of one readiness call that holds connecting or parked
+ * sockets: round(call, now) runs the due parked sockets and makes the real
+ * call (its wait capped), returning its result; screen(call, r) screens
+ * its r reports and hands them to the program, returning how many remain
+ * (or -1: EINTR). The rounds end when something is reported, the call
+ * fails (its errno as it is), or the program's deadline passes. errno is
+ * the program's otherwise. */
+int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
+		   int (*screen)(void *call, int r));
+
 /* Timeout arithmetic for readiness wrappers: the program's deadline (ns,
  * BS_PARK_NEVER for none) from a timeout in ms (negative: none). */
 uint64_t bs_park_deadline_ms(uint64_t now, int timeout_ms);
+/* The same from a timespec (NULL: none). */
+uint64_t bs_park_deadline_ts(uint64_t now, const struct timespec *ts);
 /* Milliseconds to wait from now until `until` (rounded up, capped at
  * INT32_MAX; 0 if passed; -1 for BS_PARK_NEVER). */
 int bs_park_wait_ms(uint64_t now, uint64_t until);

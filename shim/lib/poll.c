@@ -21,7 +21,6 @@
 #include <errno.h>
 
 #define POLL_COPY 256 /* entries copied to the stack: 2 KiB */
-#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
 
 struct call {
 	struct pollfd *fds;
@@ -29,6 +28,8 @@ struct call {
 	uint64_t deadline; /* the program's, BS_PARK_NEVER for none */
 	const sigset_t *mask;
 	int is_ppoll;
+	struct pollfd *copy;        /* POLL_COPY entries on the stack */
+	const struct pollfd *used;  /* the array the last round waited on */
 };
 
 static int real_wait(const struct call *c, struct pollfd *set, int ms)
@@ -86,40 +87,32 @@ static int report(const struct call *c, const struct pollfd *set)
 }
 
 /* One wait: on the program's own array while nothing is parked (its
- * reports screened in place), else on the copy with parked entries hidden.
- * *used is the array waited on. */
-static int wait_round(const struct call *c, struct pollfd *copy, uint64_t now,
-		      const struct pollfd **used)
+ * reports screened in place), else on the copy with parked entries hidden. */
+static int wait_round(void *call, uint64_t now)
 {
+	struct call *c = call;
 	uint64_t wake = bs_park_run(now);
 	if (wake == BS_PARK_NEVER) {
-		*used = c->fds;
+		c->used = c->fds;
 		return real_wait(c, c->fds, bs_park_wait_ms(now, c->deadline));
 	}
-	*used = copy;
-	uint64_t until = hide_parked(c, copy) && wake < c->deadline ? wake : c->deadline;
-	return real_wait(c, copy, bs_park_wait_ms(now, until));
+	c->used = c->copy;
+	uint64_t until = hide_parked(c, c->copy) && wake < c->deadline ? wake : c->deadline;
+	return real_wait(c, c->copy, bs_park_wait_ms(now, until));
 }
 
-static int deferred(const struct call *c)
+static int screen_round(void *call, int r)
 {
-	struct pollfd set[POLL_COPY];
-	int saved = errno;
-	for (int round = 0; round < ROUNDS_MAX; round++) {
-		const struct pollfd *used;
-		int r = wait_round(c, set, bs_now(), &used);
-		if (r < 0)
-			return r; /* EINTR and the rest: the program's, as they are */
-		r = report(c, used);
-		if (r < 0)
-			return errno = EINTR, -1;
-		if (r || bs_now() >= c->deadline) {
-			errno = saved;
-			return r;
-		}
-	}
-	errno = saved;
-	return 0;
+	struct call *c = call;
+	(void)r;
+	return report(c, c->used);
+}
+
+static int deferred(struct call *c)
+{
+	struct pollfd copy[POLL_COPY];
+	c->copy = copy;
+	return bs_park_rounds(c, c->deadline, wait_round, screen_round);
 }
 
 /* Too many entries to copy: the parked ones end here (their error owed),
@@ -134,7 +127,7 @@ static void give_up_parked(const struct call *c)
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
 static __attribute__((noinline)) int poll_watched(struct pollfd *fds, nfds_t n, int timeout)
 {
-	struct call c = {fds, n, bs_park_deadline_ms(bs_now(), timeout), NULL, 0};
+	struct call c = {fds, n, bs_park_deadline_ms(bs_now(), timeout), NULL, 0, NULL, NULL};
 	if (n > POLL_COPY) {
 		give_up_parked(&c);
 		return bs_real_poll(fds, n, timeout);
@@ -149,21 +142,10 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout)
 	return poll_watched(fds, n, timeout);
 }
 
-static uint64_t ts_deadline(const struct timespec *ts)
-{
-	if (!ts)
-		return BS_PARK_NEVER;
-	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
-		return 0;
-	uint64_t ns = (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
-	uint64_t now = bs_now();
-	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
-}
-
 static __attribute__((noinline)) int ppoll_watched(struct pollfd *fds, nfds_t n,
 						   const struct timespec *ts, const sigset_t *mask)
 {
-	struct call c = {fds, n, ts_deadline(ts), mask, 1};
+	struct call c = {fds, n, bs_park_deadline_ts(bs_now(), ts), mask, 1, NULL, NULL};
 	if (n > POLL_COPY) {
 		give_up_parked(&c);
 		return bs_real_ppoll(fds, n, ts, mask);

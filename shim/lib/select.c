@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <string.h>
 
-#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
 
 struct sets {
 	fd_set r, w, e;
@@ -27,6 +26,7 @@ struct call {
 	int n;
 	fd_set *r, *w, *e;  /* the program's (any may be NULL) */
 	struct sets asked;  /* what the program asked, kept for every round */
+	struct sets got;    /* a round's sets */
 	uint64_t deadline;  /* the program's, BS_PARK_NEVER for none */
 	const sigset_t *mask;
 	int is_pselect;
@@ -104,29 +104,27 @@ static void hand_back(const struct call *c, const struct sets *s)
 		*c->e = s->e;
 }
 
+static int wait_round(void *call, uint64_t now)
+{
+	struct call *c = call;
+	uint64_t wake = bs_park_run(now);
+	uint64_t until = hide_parked(c, &c->got) && wake < c->deadline ? wake : c->deadline;
+	return real_wait(c, &c->got, bs_park_wait_ms(now, until));
+}
+
+static int screen_round(void *call, int r)
+{
+	struct call *c = call;
+	(void)r;
+	r = screen(c, &c->got);
+	if (r >= 0)
+		hand_back(c, &c->got);
+	return r;
+}
+
 static int deferred(struct call *c)
 {
-	struct sets s;
-	int saved = errno;
-	for (int round = 0; round < ROUNDS_MAX; round++) {
-		uint64_t now = bs_now(), wake = bs_park_run(now);
-		uint64_t until = hide_parked(c, &s) && wake < c->deadline ? wake : c->deadline;
-		int r = real_wait(c, &s, bs_park_wait_ms(now, until));
-		if (r < 0)
-			return r; /* EINTR and the rest: the program's, as they are */
-		r = screen(c, &s);
-		if (r < 0)
-			return errno = EINTR, -1;
-		if (r || bs_now() >= c->deadline) {
-			hand_back(c, &s);
-			errno = saved;
-			return r;
-		}
-	}
-	memset(&s, 0, sizeof s);
-	hand_back(c, &s);
-	errno = saved;
-	return 0;
+	return bs_park_rounds(c, c->deadline, wait_round, screen_round);
 }
 
 static void take_sets(struct call *c)
@@ -147,15 +145,6 @@ static uint64_t tv_deadline(uint64_t now, const struct timeval *tv)
 	if (tv->tv_sec < 0 || tv->tv_usec < 0)
 		return now;
 	return now + (uint64_t)tv->tv_sec * BS_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000;
-}
-
-static uint64_t ts_deadline(uint64_t now, const struct timespec *ts)
-{
-	if (!ts)
-		return BS_PARK_NEVER;
-	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
-		return now;
-	return now + (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
 }
 
 /* Linux's select writes the time left into the program's timeval. */
@@ -190,7 +179,7 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 						     const struct timespec *ts,
 						     const sigset_t *mask)
 {
-	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = ts_deadline(bs_now(), ts),
+	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_park_deadline_ts(bs_now(), ts),
 			 .mask = mask, .is_pselect = 1};
 	take_sets(&c);
 	return deferred(&c);

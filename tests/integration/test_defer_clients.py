@@ -106,9 +106,40 @@ def _late_server(port, server, spawn_client, late=LATE, first_syns=N, what="", t
                 before=[t for t in syns if t < t_up], syns=syns)
 
 
+def _all_refused_at_once(r, name):
+    """Without the shim: N results, each the refusal `name`, all within 0.5 s."""
+    check(len(r["res"]) == N and all(x[0] == name for x in r["res"]),
+          "without the shim: expected %d x %s, got %r" % (N, name, r["res"]))
+    took = max(x[1] for x in r["res"]) - r["t0"]
+    check(took < 0.5, "without the shim the refusals took %.2fs" % took)
+
+
+def _all_connect_within_a_step(port, srv, stop, cmd, what, greeting, skip_gaps=0):
+    """With the shim, N connects to a server that starts LATE all succeed
+    within one schedule step of its return, paced while it is down, with the
+    program's ticker never stalled."""
+    try:
+        x = _late_server(port, srv, lambda: spawn(cmd, shim_env(**PROD)), what=what)
+    finally:
+        stop()
+    r = _json_line(x["out"], what + " (shim)")
+    bound = step_bound(x["t_up"] - x["t_first"])
+    lat = [y[1] - x["t_up"] for y in r["res"]]
+    msg = ("%s+shim: results %s; done after the server's return: %s s (bound %.2fs); "
+           "%d SYNs during the outage, %d in all; stderr %r" % (
+               what, sorted(set(y[0] for y in r["res"])), ", ".join("%.2f" % t for t in lat),
+               bound, len(x["before"]), len(x["syns"]), x["err"][-300:]))
+    check(len(r["res"]) == N and all(y[0] == "ok" and y[2] == greeting for y in r["res"]), msg)
+    check(max(lat) <= bound, msg)
+    check(len(x["before"]) <= N * 4, "not paced: " + msg)
+    check_ticker(r["gaps"][skip_gaps:], msg)
+
+
 # --- 1. python asyncio: 8 concurrent open_connection to a late server -----
 
-ASYNCIO_LATE = r"""
+# The head and tail every asyncio script shares: a 10 ms ticker task in the
+# same loop, whose gaps are printed with the script's own results.
+ASYNCIO_HEAD = r"""
 import asyncio, json, sys, time
 port, n = int(sys.argv[1]), int(sys.argv[2])
 async def main():
@@ -118,7 +149,15 @@ async def main():
             ticks.append(time.monotonic())
             await asyncio.sleep(0.01)
     tk = asyncio.create_task(ticker())
-    async def one():
+"""
+ASYNCIO_TAIL = r"""    stop[0] = True
+    await tk
+    out["gaps"] = [b - a for a, b in zip(ticks, ticks[1:])]
+    print(json.dumps(out))
+asyncio.run(main())
+"""
+
+ASYNCIO_LATE = ASYNCIO_HEAD + r"""    async def one():
         try:
             r, w = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 9)
             data = await asyncio.wait_for(r.readline(), 5)
@@ -127,12 +166,8 @@ async def main():
         except Exception as e:
             return [type(e).__name__, time.monotonic(), str(e)]
     t0 = time.monotonic()
-    res = await asyncio.gather(*(one() for _ in range(n)))
-    stop[0] = True
-    await tk
-    print(json.dumps(dict(t0=t0, res=res, gaps=[b - a for a, b in zip(ticks, ticks[1:])])))
-asyncio.run(main())
-"""
+    out = dict(t0=t0, res=await asyncio.gather(*(one() for _ in range(n))))
+""" + ASYNCIO_TAIL
 
 
 def test_asyncio_8_concurrent_to_late_server():
@@ -141,44 +176,15 @@ def test_asyncio_8_concurrent_to_late_server():
     # Without the shim: all 8 fail at once.
     rc, out, err = run(cmd, base_env(), timeout=20)
     r = _json_line(out, "asyncio (no shim)")
-    check(all(x[0] == "ConnectionRefusedError" for x in r["res"]),
-          "without the shim: expected 8 refusals, got %r" % r["res"])
-    check(max(x[1] for x in r["res"]) - r["t0"] < 0.5,
-          "without the shim the refusals took %.2fs" % (max(x[1] for x in r["res"]) - r["t0"]))
+    _all_refused_at_once(r, "ConnectionRefusedError")
     # With the shim (auto: a client, so defer).
     srv = Server(port)
-    try:
-        x = _late_server(port, srv, lambda: spawn(cmd, shim_env(**PROD)), what="asyncio")
-    finally:
-        srv.close()
-    out, err, t_first, t_up, before, syns = (x["out"], x["err"], x["t_first"], x["t_up"],
-                                             x["before"], len(x["syns"]))
-    r = _json_line(out, "asyncio (shim)")
-    bound = step_bound(t_up - t_first)
-    lat = [x[1] - t_up for x in r["res"]]
-    what = ("asyncio+shim: results %s; connect after the server's return: %s s (bound %.2fs); "
-            "%d SYNs before it, %d in all; stderr %r" % (
-                sorted(set(x[0] for x in r["res"])), ", ".join("%.2f" % x for x in lat), bound,
-                len(before), syns, err[-300:]))
-    check(all(x[0] == "ok" and x[2] == "hello from server" for x in r["res"]), what)
-    check(max(lat) <= bound, what)
-    check(len(before) <= N * 4, "not paced: " + what)
-    check_ticker(r["gaps"], what)
+    _all_connect_within_a_step(port, srv, srv.close, cmd, "asyncio", "hello from server")
 
 
 # --- 2. python asyncio: a pool of 8 connections across a server restart ---
 
-ASYNCIO_POOL = r"""
-import asyncio, json, sys, time
-port, n = int(sys.argv[1]), int(sys.argv[2])
-async def main():
-    ticks, stop = [], [False]
-    async def ticker():
-        while not stop[0]:
-            ticks.append(time.monotonic())
-            await asyncio.sleep(0.01)
-    tk = asyncio.create_task(ticker())
-    pool = [await asyncio.open_connection("127.0.0.1", port) for _ in range(n)]
+ASYNCIO_POOL = ASYNCIO_HEAD + r"""    pool = [await asyncio.open_connection("127.0.0.1", port) for _ in range(n)]
     for r, w in pool:
         await asyncio.wait_for(r.readline(), 5)
     print("up", flush=True)
@@ -193,12 +199,8 @@ async def main():
             return ["ok", time.monotonic(), t_eof, line.decode().strip()]
         except Exception as e:
             return [type(e).__name__, time.monotonic(), t_eof, str(e)]
-    res = await asyncio.gather(*(cycle(r, w) for r, w in pool))
-    stop[0] = True
-    await tk
-    print(json.dumps(dict(res=res, gaps=[b - a for a, b in zip(ticks, ticks[1:])])))
-asyncio.run(main())
-"""
+    out = dict(res=await asyncio.gather(*(cycle(r, w) for r, w in pool)))
+""" + ASYNCIO_TAIL
 
 
 class HoldServer(Acceptor):
@@ -322,28 +324,10 @@ def test_node_8_parallel_http_get_to_late_server():
     cmd = [_node(), "-e", NODE_LATE, str(port), str(N)]
     rc, out, err = run(cmd, base_env(), timeout=20)
     r = _json_line(out, "node (no shim)")
-    check(len(r["res"]) == N and all(x[0] == "ECONNREFUSED" for x in r["res"]),
-          "without the shim: expected 8 ECONNREFUSED, got %r" % r["res"])
-    check(max(x[1] for x in r["res"]) - r["t0"] < 0.5, "without the shim the refusals took"
-          " %.2fs" % (max(x[1] for x in r["res"]) - r["t0"]))
+    _all_refused_at_once(r, "ECONNREFUSED")
     srv = HttpServer(port)
-    try:
-        x = _late_server(port, srv, lambda: spawn(cmd, shim_env(**PROD)), what="node")
-    finally:
-        srv.stop()
-    out, err, t_first, t_up, before = x["out"], x["err"], x["t_first"], x["t_up"], x["before"]
-    r = _json_line(out, "node (shim)")
-    bound = step_bound(t_up - t_first)
-    lat = [x[1] - t_up for x in r["res"]]
-    what = ("node+shim: results %s; done after the server's return: %s s (bound %.2fs); "
-            "%d SYNs during the outage; stderr %r" % (
-                sorted(set(x[0] for x in r["res"])), ", ".join("%.2f" % x for x in lat), bound,
-                len(before), err[-300:]))
-    check(len(r["res"]) == N and all(x[0] == "ok" and x[2] == "200 hello from server"
-                                     for x in r["res"]), what)
-    check(max(lat) <= bound, what)
-    check(len(before) <= N * 4, "not paced: " + what)
-    check_ticker(r["gaps"][1:], what)  # the first gap includes node's start
+    # (the first ticker gap includes node's start)
+    _all_connect_within_a_step(port, srv, srv.stop, cmd, "node", "200 hello from server", 1)
 
 
 # --- 4. ssh: ConnectTimeout wins; a late sshd is reached ------------------
