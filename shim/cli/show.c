@@ -63,56 +63,82 @@ static void key_errs(FILE *f, const struct bs_config *c)
 	fputc('\n', f);
 }
 
-void bs_cli_show_config(FILE *f, const struct bs_config *c)
+static void grpc_keys(FILE *f, const struct bs_policy *p)
 {
-	const struct bs_policy *p = &c->policy;
-	fprintf(f, "policy: %s (%s)\n", bs_name_of(&bs_policy_names, p->kind), describe(p));
+	key_dur(f, "initial_backoff", p->initial_backoff, "");
+	if (p->jitter_mode != BS_JITTER_DECORRELATED)
+		fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
+	if (p->jitter_mode == BS_JITTER_PROPORTIONAL)
+		fprintf(f, "  %-20s = %g\n", "jitter", p->jitter);
+	fprintf(f, "  %-20s = %s\n", "jitter_mode",
+		bs_name_of(&bs_jmode_names, p->jitter_mode));
+	key_dur(f, "max_backoff", p->max_backoff, "");
+}
+
+static void exponential_keys(FILE *f, const struct bs_policy *p)
+{
+	key_dur(f, "initial_backoff", p->initial_backoff, "");
+	fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
+	key_dur(f, "max_backoff", p->max_backoff,
+		" (a wait that would reach it ends the retries)");
+}
+
+static void responsive_keys(FILE *f, const struct bs_policy *p)
+{
+	key_dur(f, "initial_backoff", p->initial_backoff, "");
+	key_dur(f, "max_backoff", p->max_backoff, "");
+	fprintf(f, "  %-20s = %g\n", "up_multiplier", p->up_multiplier);
+	fprintf(f, "  %-20s = %g\n", "down_multiplier", p->down_multiplier);
+	fprintf(f, "  %-20s = %u (consecutive successes per step down)\n",
+		"down_threshold", p->down_threshold);
+	fprintf(f, "  %-20s = %g\n", "randomization_factor", p->randomization_factor);
+	key_dur(f, "max_randomization", p->max_randomization, "");
+}
+
+static void policy_keys(FILE *f, const struct bs_policy *p)
+{
 	switch (p->kind) {
 	case BS_POLICY_GRPC:
-		key_dur(f, "initial_backoff", p->initial_backoff, "");
-		if (p->jitter_mode != BS_JITTER_DECORRELATED)
-			fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
-		if (p->jitter_mode == BS_JITTER_PROPORTIONAL)
-			fprintf(f, "  %-20s = %g\n", "jitter", p->jitter);
-		fprintf(f, "  %-20s = %s\n", "jitter_mode",
-			bs_name_of(&bs_jmode_names, p->jitter_mode));
-		key_dur(f, "max_backoff", p->max_backoff, "");
+		grpc_keys(f, p);
 		break;
 	case BS_POLICY_LIST:
 		key_delays(f, p);
 		break;
 	case BS_POLICY_EXPONENTIAL:
-		key_dur(f, "initial_backoff", p->initial_backoff, "");
-		fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
-		key_dur(f, "max_backoff", p->max_backoff,
-			" (a wait that would reach it ends the retries)");
+		exponential_keys(f, p);
 		break;
 	case BS_POLICY_RESPONSIVE:
-		key_dur(f, "initial_backoff", p->initial_backoff, "");
-		key_dur(f, "max_backoff", p->max_backoff, "");
-		fprintf(f, "  %-20s = %g\n", "up_multiplier", p->up_multiplier);
-		fprintf(f, "  %-20s = %g\n", "down_multiplier", p->down_multiplier);
-		fprintf(f, "  %-20s = %u (consecutive successes per step down)\n",
-			"down_threshold", p->down_threshold);
-		fprintf(f, "  %-20s = %g\n", "randomization_factor", p->randomization_factor);
-		key_dur(f, "max_randomization", p->max_randomization, "");
+		responsive_keys(f, p);
 		break;
 	}
-	if (p->kind != BS_POLICY_OFF) {
-		key_dur(f, "min_connect_timeout", p->min_connect_timeout,
-			" (least time a retried attempt gets)");
-		if (c->max_attempts)
-			fprintf(f, "  %-20s = %u (per connect() call)\n", "max_attempts", c->max_attempts);
-		else
-			fprintf(f, "  %-20s = 0 (unlimited)\n", "max_attempts");
-		key_dur(f, "max_elapsed", c->max_elapsed,
-			c->max_elapsed ? " (per connect() call)" : " (unlimited)");
-		key_errs(f, c);
-		fprintf(f, "  %-20s = %s\n", "nonblocking",
-			bs_name_of(&bs_nbmode_names, c->nonblocking));
-		key_dur(f, "healthy_after", c->healthy_after, "");
-		fprintf(f, "  %-20s = %s\n", "unix", c->unix_sockets ? "on" : "off");
-	}
+}
+
+/* The keys that matter to every policy that retries. */
+static void retry_keys(FILE *f, const struct bs_config *c)
+{
+	const struct bs_policy *p = &c->policy;
+	key_dur(f, "min_connect_timeout", p->min_connect_timeout,
+		" (least time a retried attempt gets)");
+	if (c->max_attempts)
+		fprintf(f, "  %-20s = %u (per connect() call)\n", "max_attempts", c->max_attempts);
+	else
+		fprintf(f, "  %-20s = 0 (unlimited)\n", "max_attempts");
+	key_dur(f, "max_elapsed", c->max_elapsed,
+		c->max_elapsed ? " (per connect() call)" : " (unlimited)");
+	key_errs(f, c);
+	fprintf(f, "  %-20s = %s\n", "nonblocking",
+		bs_name_of(&bs_nbmode_names, c->nonblocking));
+	key_dur(f, "healthy_after", c->healthy_after, "");
+	fprintf(f, "  %-20s = %s\n", "unix", c->unix_sockets ? "on" : "off");
+}
+
+void bs_cli_show_config(FILE *f, const struct bs_config *c)
+{
+	const struct bs_policy *p = &c->policy;
+	fprintf(f, "policy: %s (%s)\n", bs_name_of(&bs_policy_names, p->kind), describe(p));
+	policy_keys(f, p);
+	if (p->kind != BS_POLICY_OFF)
+		retry_keys(f, c);
 	if (c->disable)
 		fprintf(f, "  %-20s = on (the shim is a pure pass-through: nothing below happens)\n",
 			"disable");
