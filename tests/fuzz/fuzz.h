@@ -209,7 +209,7 @@ static inline void fz_check_config(const struct bs_config *c, int is_rule)
 	FZ_CHECK(!(c->retry_on[0] & 1), "errno 0 in retry_on");
 	FZ_CHECK(c->unix_sockets == 0 || c->unix_sockets == 1, "unix %d", c->unix_sockets);
 	FZ_CHECK(c->disable == 0 || c->disable == 1, "disable %d", c->disable);
-	FZ_CHECK(c->nonblocking >= BS_NB_RETRY && c->nonblocking <= BS_NB_OFF, "nonblocking %d",
+	FZ_CHECK(c->nonblocking >= BS_NB_RETRY && c->nonblocking <= BS_NB_AUTO, "nonblocking %d",
 		 c->nonblocking);
 	FZ_CHECK(c->log_level >= BS_LOG_OFF && c->log_level <= BS_LOG_DEBUG, "log level %d",
 		 c->log_level);

@@ -112,7 +112,8 @@ static void uintval(const char *s, uint64_t max)
 
 static void word(int which, const char *s)
 {
-	static const int count[] = {2, 4, 3, 5, 4};
+	const int count[] = {2, bs_level_names.n, bs_nbmode_names.n, bs_policy_names.n,
+			     bs_jmode_names.n}; /* bool, then the name tables */
 	const char *why = NULL;
 	int out = -5, r;
 	switch (which) {
