@@ -250,7 +250,8 @@ int bs_fd_take_err(struct bs_fdtab *t, int fd)
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	unsigned want = BS_FD_FAILED;
 	if (!s || !atomic_compare_exchange_strong(&s->state, &want, BS_FD_NONE))
-		return 0; /* (FAILED and NONE are not pending: the count stands) */
+		return 0;
+	atomic_fetch_sub_explicit(&t->pending, 1, memory_order_relaxed); /* FAILED was */
 	return (int)atomic_load(&s->err);
 }
 
@@ -346,11 +347,25 @@ void bs_fd_ep_forget_set(struct bs_fdtab *t, int epfd)
 int bs_fd_ep_find(struct bs_fdtab *t, int epfd, uint64_t data, enum bs_fd_state st)
 {
 	unsigned h = atomic_load(&t->high);
+	int found = -1;
 	for (unsigned fd = 0; fd < h && fd < t->cap; fd++) {
 		struct bs_fdslot *s = &t->slots[fd];
-		if (atomic_load_explicit(&s->state, memory_order_relaxed) == (unsigned)st &&
-		    atomic_load(&s->ep_set) == (uint32_t)epfd + 1 && atomic_load(&s->ep_data) == data)
-			return (int)fd;
+		if (atomic_load(&s->ep_set) != (uint32_t)epfd + 1 || atomic_load(&s->ep_data) != data ||
+		    (atomic_load(&s->flags) & BS_FDF_EP_REMOVED))
+			continue; /* (one the shim took out of the set reports nothing) */
+		if (found != -1)
+			return BS_FD_EP_AMBIGUOUS;
+		found = (int)fd;
 	}
-	return -1;
+	return found >= 0 && bs_fd_state(t, found) == (unsigned)st ? found : -1;
+}
+
+void bs_fd_ep_share(struct bs_fdtab *t, int epfd, uint64_t data)
+{
+	unsigned h = atomic_load(&t->high);
+	for (unsigned fd = 0; fd < h && fd < t->cap; fd++) {
+		struct bs_fdslot *s = &t->slots[fd];
+		if (atomic_load(&s->ep_set) == (uint32_t)epfd + 1 && atomic_load(&s->ep_data) == data)
+			atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
+	}
 }

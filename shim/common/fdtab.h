@@ -45,10 +45,17 @@ enum bs_fd_state {
 	BS_FD_EPOLL = 6,      /* an epoll instance some slots' registrations name */
 };
 
-/* Connecting or parked: the states readiness calls must look at. */
-static inline int bs_fd_state_is_pending(unsigned st)
+/* Connecting or parked: a connect of the program's still in flight. */
+static inline int bs_fd_state_in_flight(unsigned st)
 {
 	return st == BS_FD_CONNECTING || st == BS_FD_PARKED;
+}
+
+/* In flight, or its failure owed to the program (the kernel no longer
+ * shows the error): the states readiness calls must look at. */
+static inline int bs_fd_state_is_pending(unsigned st)
+{
+	return bs_fd_state_in_flight(st) || st == BS_FD_FAILED;
 }
 
 /* slot flags */
@@ -93,12 +100,14 @@ struct bs_fdtab {
 	struct bs_fdslot *slots;
 	unsigned cap;
 	_Atomic unsigned high; /* 1 + highest fd ever tracked */
-	_Atomic int pending;   /* slots connecting or parked (exact: every state
-				* change is an exchange that accounts for itself) */
+	_Atomic int pending;   /* slots connecting, parked or failed (exact: every
+				* state change is an exchange that accounts for
+				* itself) */
 	_Atomic int parked;    /* of which parked */
 };
 
-/* Is any socket of the process connecting or parked? One load. */
+/* Is any socket of the process connecting, parked or owed its failure?
+ * One load. */
 static inline int bs_fd_any_pending(struct bs_fdtab *t)
 {
 	return atomic_load_explicit(&t->pending, memory_order_relaxed) != 0;
@@ -161,8 +170,15 @@ void bs_fd_ep_deleted(struct bs_fdtab *t, int epfd, int fd);
 int bs_fd_ep_in(struct bs_fdtab *t, int epfd, int fd);
 /* epfd was closed: every registration naming it is forgotten. */
 void bs_fd_ep_forget_set(struct bs_fdtab *t, int epfd);
-/* The fd in state st whose registration in epfd carries `data`, or -1. */
+/* An event from epfd carries `data`: the fd it is for, if that fd's is the
+ * one recorded registration in epfd carrying `data` and the fd is in state
+ * st; -1 if not; BS_FD_EP_AMBIGUOUS if several registrations carry it (the
+ * event cannot be told apart: see bs_fd_ep_share). */
+#define BS_FD_EP_AMBIGUOUS (-2)
 int bs_fd_ep_find(struct bs_fdtab *t, int epfd, uint64_t data, enum bs_fd_state st);
+/* Mark every fd whose registration in epfd carries `data` BS_FDF_NO_PARK:
+ * their events cannot be told apart, so none of their failures is hidden. */
+void bs_fd_ep_share(struct bs_fdtab *t, int epfd, uint64_t data);
 
 /* A consistent copy of fd's destination: *key, the address (*len bytes
  * into *addr, 0 if none was kept; addr may be NULL). Returns 1, or 0 if fd

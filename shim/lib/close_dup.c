@@ -1,9 +1,15 @@
-/* close, dup2, dup3, close_range, closefrom: keep the fd table in step with
- * the program's descriptors. Untracked fds cost one load. */
+/* close, dup, dup2, dup3, fcntl (F_DUPFD, F_DUPFD_CLOEXEC, F_SETFL with
+ * O_ASYNC), close_range, closefrom: keep the fd table in step with the
+ * program's descriptors. Untracked fds cost one load; other fcntl commands
+ * one compare. */
+#include "park.h"
 #include "real.h"
 #include "shim.h"
+#include "sock.h"
 
+#include <fcntl.h>
 #include <linux/close_range.h>
+#include <stdarg.h>
 
 static int do_close(int fd)
 {
@@ -12,19 +18,78 @@ static int do_close(int fd)
 	return bs_real_close(fd);
 }
 
+/* dup2/dup3 onto a tracked number closes what it named, as close() does
+ * (only if the call can succeed: `from` is open). */
+static void replacing(int from, int to)
+{
+	if (from != to && bs_fd_state(bs_fds(), to) != BS_FD_NONE && bs_sock_is_open(from))
+		bs_outcome_closed(to);
+}
+
+/* `to` now names what `from` names: one socket, two numbers. A parked
+ * socket can no longer be hidden (each number would have to tell the same
+ * story): its parking ends first, and its last error is owed through both. */
+static void copied(int from, int to)
+{
+	if (bs_park_is_parked(from))
+		bs_park_end(from);
+	bs_fd_copy(bs_fds(), from, to);
+}
+
+static int do_dup(int from)
+{
+	int r = bs_real_dup(from);
+	if (r >= 0 && bs_fd_state(bs_fds(), from) != BS_FD_NONE)
+		copied(from, r);
+	return r;
+}
+
 static int do_dup2(int from, int to)
 {
+	replacing(from, to);
 	int r = bs_real_dup2(from, to);
 	if (r >= 0)
-		bs_fd_copy(bs_fds(), from, to);
+		copied(from, to);
 	return r;
 }
 
 static int do_dup3(int from, int to, int flags)
 {
+	replacing(from, to);
 	int r = bs_real_dup3(from, to, flags);
 	if (r >= 0)
-		bs_fd_copy(bs_fds(), from, to);
+		copied(from, to);
+	return r;
+}
+
+/* The fcntl commands the fd table cares about. */
+static int fcntl_watched(int fd, int cmd, unsigned long arg)
+{
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		return bs_fd_state(bs_fds(), fd) != BS_FD_NONE;
+	return cmd == F_SETFL && (arg & O_ASYNC) && bs_fd_state(bs_fds(), fd) != BS_FD_NONE;
+}
+
+/* after a successful watched fcntl that returned r */
+static __attribute__((noinline)) void fcntl_done(int fd, int cmd, int r)
+{
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	if (cmd != F_SETFL) {
+		copied(fd, r);
+	} else if (s) { /* O_ASYNC: its signals would tell; no parking from now */
+		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
+		if (bs_park_is_parked(fd))
+			bs_park_end(fd);
+	}
+}
+
+static int do_fcntl(int (*real)(int, int, unsigned long), int fd, int cmd, unsigned long arg)
+{
+	if (!fcntl_watched(fd, cmd, arg))
+		return real(fd, cmd, arg);
+	int r = real(fd, cmd, arg);
+	if (r >= 0)
+		fcntl_done(fd, cmd, r);
 	return r;
 }
 
@@ -44,6 +109,30 @@ static void do_closefrom(int lowfd)
 }
 
 BS_API int close(int fd) { return do_close(fd); }
+BS_API int dup(int fd) { return do_dup(fd); }
+
+/* (the optional argument read as one register, as libc reads it itself) */
+#define OPTIONAL_ARG(last, arg)                          \
+	do {                                             \
+		va_list ap;                              \
+		va_start(ap, last);                      \
+		arg = va_arg(ap, unsigned long);         \
+		va_end(ap);                              \
+	} while (0)
+
+BS_API int fcntl(int fd, int cmd, ...)
+{
+	unsigned long arg;
+	OPTIONAL_ARG(cmd, arg);
+	return do_fcntl(bs_real_fcntl, fd, cmd, arg);
+}
+
+BS_API int fcntl64(int fd, int cmd, ...)
+{
+	unsigned long arg;
+	OPTIONAL_ARG(cmd, arg);
+	return do_fcntl(bs_real_fcntl64, fd, cmd, arg);
+}
 BS_API int dup2(int from, int to) { return do_dup2(from, to); }
 BS_API int dup3(int from, int to, int flags) { return do_dup3(from, to, flags); }
 BS_API int close_range(unsigned first, unsigned last, int flags)

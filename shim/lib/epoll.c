@@ -97,14 +97,14 @@ struct call {
 	int kind; /* 0 epoll_wait, 1 epoll_pwait, 2 epoll_pwait2 */
 };
 
-static int real_wait(const struct call *c, int ms)
+static int real_wait(const struct call *c, uint64_t ns)
 {
 	if (c->kind == 0)
-		return bs_real_epoll_wait(c->epfd, c->ev, c->max, ms);
+		return bs_real_epoll_wait(c->epfd, c->ev, c->max, bs_timeout_ms(ns));
 	if (c->kind == 1)
-		return bs_real_epoll_pwait(c->epfd, c->ev, c->max, ms, c->mask);
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	return bs_real_epoll_pwait2(c->epfd, c->ev, c->max, ms < 0 ? NULL : &ts, c->mask);
+		return bs_real_epoll_pwait(c->epfd, c->ev, c->max, bs_timeout_ms(ns), c->mask);
+	struct timespec ts;
+	return bs_real_epoll_pwait2(c->epfd, c->ev, c->max, bs_timeout_ts(ns, &ts), c->mask);
 }
 
 /* What the program is told of event e: 1 to keep it, 0 to drop it, -1 for
@@ -114,6 +114,12 @@ static int screened(const struct call *c, struct epoll_event *e)
 	if (!(e->events & (EPOLLERR | EPOLLHUP)))
 		return 1;
 	int fd = bs_fd_ep_find(bs_fds(), c->epfd, e->data.u64, BS_FD_CONNECTING);
+	if (fd == BS_FD_EP_AMBIGUOUS) {
+		/* whose event is it? The program's report as it is, and no
+		 * failure of those sockets hidden from their SO_ERROR either */
+		bs_fd_ep_share(bs_fds(), c->epfd, e->data.u64);
+		return 1;
+	}
 	if (fd < 0) {
 		/* a connect whose parking ended: its error was read away (owed),
 		 * so the kernel shows only OUT|HUP; say it failed */
@@ -153,7 +159,7 @@ static int wait_round(void *call, uint64_t now)
 {
 	const struct call *c = call;
 	uint64_t wake = bs_park_run(now);
-	return real_wait(c, bs_park_wait_ms(now, wake < c->deadline ? wake : c->deadline));
+	return real_wait(c, bs_park_round_wait(now, c->deadline, wake));
 }
 
 static int screen_round(void *call, int r)
@@ -167,8 +173,8 @@ static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *
 						  const sigset_t *mask, int kind)
 {
 	uint64_t now = bs_now();
-	uint64_t deadline = kind == 2 ? bs_park_deadline_ts(now, ts)
-				      : bs_park_deadline_ms(now, timeout);
+	uint64_t deadline = kind == 2 ? bs_timeout_deadline_ts(now, ts)
+				      : bs_timeout_deadline_ms(now, timeout);
 	struct call c = {epfd, max, ev, deadline, mask, kind};
 	return bs_park_rounds(&c, deadline, wait_round, screen_round);
 }
@@ -191,8 +197,8 @@ static int do_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 static int do_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
 			   const sigset_t *mask)
 {
-	if (!bs_fd_any_pending(bs_fds()))
-		return bs_real_epoll_pwait2(epfd, ev, max, ts, mask);
+	if (!bs_fd_any_pending(bs_fds()) || !bs_timeout_ts_valid(ts))
+		return bs_real_epoll_pwait2(epfd, ev, max, ts, mask); /* (EINVAL as it is) */
 	return wait_watched(epfd, ev, max, 0, ts, mask, 2);
 }
 

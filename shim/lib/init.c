@@ -255,7 +255,7 @@ static void init(void)
 	}
 	setup_fds();
 	bs_role_detect_inherited();
-	pthread_atfork(bs_park_before_fork, NULL, NULL);
+	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }

@@ -326,25 +326,10 @@ enum bs_screen bs_park_screen_ready(int fd)
 	return bs_park_screen(fd);
 }
 
-uint64_t bs_park_deadline_ms(uint64_t now, int timeout_ms)
-{
-	return timeout_ms < 0 ? BS_PARK_NEVER : now + (uint64_t)timeout_ms * BS_NS_PER_MS;
-}
-
-int bs_park_wait_ms(uint64_t now, uint64_t until)
-{
-	if (until == BS_PARK_NEVER)
-		return -1;
-	if (until <= now)
-		return 0;
-	uint64_t ms = (until - now + BS_NS_PER_MS - 1) / BS_NS_PER_MS;
-	return ms > INT32_MAX ? INT32_MAX : (int)ms;
-}
-
 /* A socket that a child inherits (no FD_CLOEXEC) is shared from now on:
  * never parked, and one that is parked now ends (its error owed). A
- * close-on-exec socket is the parent's alone once the child has exec'd,
- * and a child that keeps running uses its own copy of this table. */
+ * close-on-exec socket is the parent's alone once the child has exec'd;
+ * until then the child leaves it alone (bs_park_after_fork_in_child). */
 void bs_park_before_fork(void)
 {
 	struct bs_fdtab *t = bs_fds();
@@ -354,7 +339,7 @@ void bs_park_before_fork(void)
 	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
 		struct bs_fdslot *s = &t->slots[fd];
 		unsigned st = atomic_load_explicit(&s->state, memory_order_relaxed);
-		if (!bs_fd_state_is_pending(st) || !bs_sock_inherited_by_children((int)fd))
+		if (!bs_fd_state_in_flight(st) || !bs_sock_inherited_by_children((int)fd))
 			continue;
 		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
 		if (st == BS_FD_PARKED)
@@ -362,7 +347,30 @@ void bs_park_before_fork(void)
 	}
 }
 
-#define ROUNDS_MAX 1000000 /* bounds the loop: a round is >= 1 ms or ends it */
+/* In the child, every socket still connecting or parked is the parent's
+ * connect: the child forgets them without touching the sockets (a reconnect
+ * or an epoll change from here would act on the parent's connect), and lets
+ * go of the probes they hold in its copy of the table. */
+void bs_park_after_fork_in_child(void)
+{
+	struct bs_fdtab *t = bs_fds();
+	if (!bs_fd_any_pending(t))
+		return;
+	unsigned high = atomic_load(&t->high);
+	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
+		struct bs_fdslot *s = &t->slots[fd];
+		if (!bs_fd_state_in_flight(atomic_load(&s->state)))
+			continue;
+		if (atomic_load(&s->probe))
+			release_probe(s, atomic_load(&s->key));
+		atomic_fetch_and(&s->flags, ~BS_FDF_EP_REMOVED);
+		bs_fd_clear(t, (int)fd);
+	}
+}
+
+/* bounds the loop: each round but the last waits until a parked socket's
+ * due time, which then moves on */
+#define ROUNDS_MAX 1000000
 
 int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
 		   int (*screen)(void *call, int r))
@@ -381,12 +389,7 @@ int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint6
 	return errno = saved, 0;
 }
 
-uint64_t bs_park_deadline_ts(uint64_t now, const struct timespec *ts)
+uint64_t bs_park_round_wait(uint64_t now, uint64_t deadline, uint64_t wake)
 {
-	if (!ts)
-		return BS_PARK_NEVER;
-	if (ts->tv_sec < 0 || ts->tv_nsec < 0)
-		return now;
-	uint64_t ns = (uint64_t)ts->tv_sec * BS_NS_PER_SEC + (uint64_t)ts->tv_nsec;
-	return ns > BS_PARK_NEVER - now - 1 ? BS_PARK_NEVER - 1 : now + ns;
+	return bs_timeout_left(now, wake < deadline ? wake : deadline);
 }

@@ -28,12 +28,13 @@
 
 #include "config.h"
 #include "shim.h"
+#include "timeout.h"
 
 /* A readiness call that holds parked sockets wakes at least this often to
  * re-check their destinations (a success elsewhere releases them). */
 #define BS_PARK_RECHECK (250 * BS_NS_PER_MS)
 /* No parked socket is due: bs_park_run() returns this. */
-#define BS_PARK_NEVER UINT64_MAX
+#define BS_PARK_NEVER BS_TIMEOUT_NONE
 
 /* Is fd parked? One load. */
 static inline int bs_park_is_parked(int fd)
@@ -92,6 +93,9 @@ enum bs_screen bs_park_screen_ready(int fd);
 /* fork() is about to run (pthread_atfork's prepare handler): sockets the
  * child inherits can no longer be hidden. */
 void bs_park_before_fork(void);
+/* fork() returned in the child (pthread_atfork's child handler): the
+ * connects in flight are the parent's; the child forgets them. */
+void bs_park_after_fork_in_child(void);
 
 /* The rounds of one readiness call that holds connecting or parked
  * sockets: round(call, now) runs the due parked sockets and makes the real
@@ -99,17 +103,13 @@ void bs_park_before_fork(void);
  * its r reports and hands them to the program, returning how many remain
  * (or -1: EINTR). The rounds end when something is reported, the call
  * fails (its errno as it is), or the program's deadline passes. errno is
- * the program's otherwise. */
+ * the program's otherwise. A round's wait: bs_park_round_wait. */
 int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
 		   int (*screen)(void *call, int r));
 
-/* Timeout arithmetic for readiness wrappers: the program's deadline (ns,
- * BS_PARK_NEVER for none) from a timeout in ms (negative: none). */
-uint64_t bs_park_deadline_ms(uint64_t now, int timeout_ms);
-/* The same from a timespec (NULL: none). */
-uint64_t bs_park_deadline_ts(uint64_t now, const struct timespec *ts);
-/* Milliseconds to wait from now until `until` (rounded up, capped at
- * INT32_MAX; 0 if passed; -1 for BS_PARK_NEVER). */
-int bs_park_wait_ms(uint64_t now, uint64_t until);
+/* The ns a round waits from now (BS_TIMEOUT_NONE: no limit): until the
+ * program's deadline, or until `wake` (bs_park_run's) if earlier and the
+ * round hides parked sockets or must re-check them. */
+uint64_t bs_park_round_wait(uint64_t now, uint64_t deadline, uint64_t wake);
 
 #endif

@@ -32,12 +32,12 @@ struct call {
 	const struct pollfd *used;  /* the array the last round waited on */
 };
 
-static int real_wait(const struct call *c, struct pollfd *set, int ms)
+static int real_wait(const struct call *c, struct pollfd *set, uint64_t ns)
 {
 	if (!c->is_ppoll)
-		return bs_real_poll(set, c->n, ms);
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	return bs_real_ppoll(set, c->n, ms < 0 ? NULL : &ts, c->mask);
+		return bs_real_poll(set, c->n, bs_timeout_ms(ns));
+	struct timespec ts;
+	return bs_real_ppoll(set, c->n, bs_timeout_ts(ns, &ts), c->mask);
 }
 
 /* The copy, parked entries hidden. Returns how many were. */
@@ -94,11 +94,12 @@ static int wait_round(void *call, uint64_t now)
 	uint64_t wake = bs_park_run(now);
 	if (wake == BS_PARK_NEVER) {
 		c->used = c->fds;
-		return real_wait(c, c->fds, bs_park_wait_ms(now, c->deadline));
+		return real_wait(c, c->fds, bs_timeout_left(now, c->deadline));
 	}
 	c->used = c->copy;
-	uint64_t until = hide_parked(c, c->copy) && wake < c->deadline ? wake : c->deadline;
-	return real_wait(c, c->copy, bs_park_wait_ms(now, until));
+	if (!hide_parked(c, c->copy))
+		wake = BS_PARK_NEVER; /* none of the program's: its own timeout */
+	return real_wait(c, c->copy, bs_park_round_wait(now, c->deadline, wake));
 }
 
 static int screen_round(void *call, int r)
@@ -127,7 +128,7 @@ static void give_up_parked(const struct call *c)
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
 static __attribute__((noinline)) int poll_watched(struct pollfd *fds, nfds_t n, int timeout)
 {
-	struct call c = {fds, n, bs_park_deadline_ms(bs_now(), timeout), NULL, 0, NULL, NULL};
+	struct call c = {fds, n, bs_timeout_deadline_ms(bs_now(), timeout), NULL, 0, NULL, NULL};
 	if (n > POLL_COPY) {
 		give_up_parked(&c);
 		return bs_real_poll(fds, n, timeout);
@@ -145,7 +146,9 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout)
 static __attribute__((noinline)) int ppoll_watched(struct pollfd *fds, nfds_t n,
 						   const struct timespec *ts, const sigset_t *mask)
 {
-	struct call c = {fds, n, bs_park_deadline_ts(bs_now(), ts), mask, 1, NULL, NULL};
+	if (!bs_timeout_ts_valid(ts))
+		return bs_real_ppoll(fds, n, ts, mask); /* EINVAL, as without the shim */
+	struct call c = {fds, n, bs_timeout_deadline_ts(bs_now(), ts), mask, 1, NULL, NULL};
 	if (n > POLL_COPY) {
 		give_up_parked(&c);
 		return bs_real_ppoll(fds, n, ts, mask);

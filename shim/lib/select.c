@@ -37,15 +37,15 @@ static fd_set *pick(fd_set *program, fd_set *ours)
 	return program ? ours : NULL;
 }
 
-static int real_wait(const struct call *c, struct sets *s, int ms)
+static int real_wait(const struct call *c, struct sets *s, uint64_t ns)
 {
 	fd_set *r = pick(c->r, &s->r), *w = pick(c->w, &s->w), *e = pick(c->e, &s->e);
 	if (c->is_pselect) {
-		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-		return bs_real_pselect(c->n, r, w, e, ms < 0 ? NULL : &ts, c->mask);
+		struct timespec ts;
+		return bs_real_pselect(c->n, r, w, e, bs_timeout_ts(ns, &ts), c->mask);
 	}
-	struct timeval tv = {ms / 1000, (long)(ms % 1000) * 1000};
-	return bs_real_select(c->n, r, w, e, ms < 0 ? NULL : &tv);
+	struct timeval tv;
+	return bs_real_select(c->n, r, w, e, bs_timeout_tv(ns, &tv));
 }
 
 static void clear_fd(struct sets *s, int fd)
@@ -108,8 +108,9 @@ static int wait_round(void *call, uint64_t now)
 {
 	struct call *c = call;
 	uint64_t wake = bs_park_run(now);
-	uint64_t until = hide_parked(c, &c->got) && wake < c->deadline ? wake : c->deadline;
-	return real_wait(c, &c->got, bs_park_wait_ms(now, until));
+	if (!hide_parked(c, &c->got))
+		wake = BS_PARK_NEVER; /* none of the program's: its own timeout */
+	return real_wait(c, &c->got, bs_park_round_wait(now, c->deadline, wake));
 }
 
 static int screen_round(void *call, int r)
@@ -138,19 +139,13 @@ static void take_sets(struct call *c)
 		c->asked.e = *c->e;
 }
 
-static uint64_t tv_deadline(uint64_t now, const struct timeval *tv)
-{
-	if (!tv)
-		return BS_PARK_NEVER;
-	if (tv->tv_sec < 0 || tv->tv_usec < 0)
-		return now;
-	return now + (uint64_t)tv->tv_sec * BS_NS_PER_SEC + (uint64_t)tv->tv_usec * 1000;
-}
-
-/* Linux's select writes the time left into the program's timeval. */
+/* Linux's select writes the time left into the program's timeval (a
+ * timeout too large to end is left as it is). */
 static void time_left(struct timeval *tv, uint64_t deadline)
 {
-	uint64_t now = bs_now(), left = deadline > now ? deadline - now : 0;
+	if (deadline == BS_TIMEOUT_NONE)
+		return;
+	uint64_t left = bs_timeout_left(bs_now(), deadline);
 	tv->tv_sec = (time_t)(left / BS_NS_PER_SEC);
 	tv->tv_usec = (suseconds_t)(left % BS_NS_PER_SEC / 1000);
 }
@@ -164,7 +159,7 @@ static int mine(int n)
 static __attribute__((noinline)) int select_watched(int n, fd_set *r, fd_set *w, fd_set *e,
 						    struct timeval *tv)
 {
-	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = tv_deadline(bs_now(), tv)};
+	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_timeout_deadline_tv(bs_now(), tv)};
 	take_sets(&c);
 	int res = deferred(&c);
 	if (tv) {
@@ -179,7 +174,7 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 						     const struct timespec *ts,
 						     const sigset_t *mask)
 {
-	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_park_deadline_ts(bs_now(), ts),
+	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_timeout_deadline_ts(bs_now(), ts),
 			 .mask = mask, .is_pselect = 1};
 	take_sets(&c);
 	return deferred(&c);
@@ -187,7 +182,7 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 
 static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-	if (!mine(n))
+	if (!mine(n) || !bs_timeout_tv_valid(tv)) /* (EINVAL as it is) */
 		return bs_real_select(n, r, w, e, tv);
 	return select_watched(n, r, w, e, tv);
 }
@@ -195,7 +190,7 @@ static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 static int do_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
 		      const sigset_t *mask)
 {
-	if (!mine(n))
+	if (!mine(n) || !bs_timeout_ts_valid(ts)) /* (EINVAL as it is) */
 		return bs_real_pselect(n, r, w, e, ts, mask);
 	return pselect_watched(n, r, w, e, ts, mask);
 }

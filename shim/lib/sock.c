@@ -77,6 +77,14 @@ int bs_sock_inherited_by_children(int fd)
 	return fl >= 0 && !(fl & FD_CLOEXEC);
 }
 
+int bs_sock_is_open(int fd)
+{
+	int saved = errno;
+	long fl = syscall(SYS_fcntl, fd, F_GETFD);
+	errno = saved;
+	return fl >= 0;
+}
+
 int bs_sock_is_listening(int fd)
 {
 	int v = 0;

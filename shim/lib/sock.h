@@ -57,6 +57,8 @@ int bs_sock_has_failed(int fd);
 int bs_sock_inherited_by_children(int fd);
 /* 1 if fd is a listening socket (SO_ACCEPTCONN). */
 int bs_sock_is_listening(int fd);
+/* Does fd name an open descriptor (of any kind)? errno kept. */
+int bs_sock_is_open(int fd);
 /* epoll_ctl(epfd, op, fd) with these events and data, as a raw syscall:
  * 0 or the errno value (errno itself untouched). */
 int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);

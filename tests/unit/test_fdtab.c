@@ -1,7 +1,8 @@
 /* Unit tests for fdtab.c: untracked and out-of-range fds, track (key, times,
  * IPv4/IPv6 addresses, addresses too long to keep), set, clear, copy (dup2),
  * clear_range (close_range/closefrom, bounded by the high-water mark),
- * fail/take_err, the consistent destination reader and the socket identity.
+ * fail/take_err, the consistent destination reader, the socket identity
+ * and the program's epoll registrations.
  * Threads are in test_fdtab_threads.c. */
 #include "fdtab_helpers.h"
 
@@ -160,9 +161,12 @@ static void test_pending_count(void **state)
 	assert_int_equal(atomic_load(&t->pending), 2);
 	assert_true(atomic_load(&t->slots[4].flags) & BS_FDF_NO_PARK);
 	assert_true(atomic_load(&t->slots[7].flags) & BS_FDF_NO_PARK);
-	bs_fd_fail(t, 4, 111); /* an owed error is not pending */
-	assert_int_equal(atomic_load(&t->pending), 1);
+	bs_fd_fail(t, 4, 111); /* an owed error is pending until taken */
+	assert_int_equal(atomic_load(&t->pending), 2);
 	assert_int_equal(bs_fd_take_err(t, 4), 111);
+	assert_int_equal(atomic_load(&t->pending), 1);
+	assert_int_equal(bs_fd_take_err(t, 4), 0); /* taken once */
+	assert_int_equal(atomic_load(&t->pending), 1);
 	bs_fd_clear_range(t, 0, 100);
 	assert_int_equal(atomic_load(&t->pending), 0);
 	assert_false(bs_fd_any_pending(t));
@@ -401,6 +405,50 @@ static void test_ident(void **state)
 		assert_int_equal(atomic_load(&t->slots[fd].gen) & BS_FD_GEN_WRITERS, 0);
 }
 
+/* The program's epoll registrations: one per fd, a second set marks the fd
+ * shared; an event's data names its fd only if one registration carries it. */
+static void test_epoll_registrations(void **state)
+{
+	struct bs_fdtab *t = *state;
+	bs_fd_track(t, 5, BS_FD_CONNECTING, 0x55, 1, 1, NULL, 0);
+	bs_fd_ep_added(t, 9, 5, 4, 77);
+	assert_true(bs_fd_ep_in(t, 9, 5));
+	assert_false(bs_fd_ep_in(t, 8, 5));
+	assert_int_equal(bs_fd_state(t, 9), BS_FD_EPOLL);
+	assert_int_equal(bs_fd_ep_find(t, 9, 77, BS_FD_CONNECTING), 5);
+	assert_int_equal(bs_fd_ep_find(t, 9, 77, BS_FD_FAILED), -1);
+	assert_int_equal(bs_fd_ep_find(t, 9, 78, BS_FD_CONNECTING), -1);
+	bs_fd_ep_modified(t, 9, 5, 1, 78);
+	assert_int_equal(bs_fd_ep_find(t, 9, 78, BS_FD_CONNECTING), 5);
+	assert_int_equal(atomic_load(&t->slots[5].ep_events), 1);
+
+	/* an untracked fd (a pipe) with the same data: ambiguous */
+	bs_fd_ep_added(t, 9, 6, 1, 78);
+	assert_int_equal(bs_fd_ep_find(t, 9, 78, BS_FD_CONNECTING), BS_FD_EP_AMBIGUOUS);
+	assert_false(atomic_load(&t->slots[5].flags) & BS_FDF_NO_PARK);
+	bs_fd_ep_share(t, 9, 78);
+	assert_true(atomic_load(&t->slots[5].flags) & BS_FDF_NO_PARK);
+	assert_true(atomic_load(&t->slots[6].flags) & BS_FDF_NO_PARK);
+	/* one the shim took out of the set reports nothing: not counted */
+	atomic_fetch_or(&t->slots[5].flags, BS_FDF_EP_REMOVED);
+	assert_int_equal(bs_fd_ep_find(t, 9, 78, BS_FD_CONNECTING), -1);
+	atomic_fetch_and(&t->slots[5].flags, ~BS_FDF_EP_REMOVED);
+	bs_fd_ep_deleted(t, 9, 6);
+	assert_int_equal(bs_fd_ep_find(t, 9, 78, BS_FD_CONNECTING), 5);
+
+	/* the same data in another set is another registration */
+	bs_fd_ep_added(t, 10, 7, 1, 78);
+	assert_int_equal(bs_fd_ep_find(t, 9, 78, BS_FD_CONNECTING), 5);
+	/* a DEL in a set the fd is not recorded in changes nothing */
+	bs_fd_ep_deleted(t, 10, 5);
+	assert_true(bs_fd_ep_in(t, 9, 5));
+	/* the set is closed: its registrations are gone */
+	bs_fd_ep_forget_set(t, 9);
+	assert_false(bs_fd_ep_in(t, 9, 5));
+	assert_int_equal(bs_fd_ep_find(t, 9, 78, BS_FD_CONNECTING), -1);
+	assert_true(bs_fd_ep_in(t, 10, 7));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +462,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_and_take, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_read_dest, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_ident, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_epoll_registrations, tab_setup, tab_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

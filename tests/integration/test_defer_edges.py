@@ -1,0 +1,89 @@
+"""Defer mode at the edges of a program's readiness calls (issue 9): a fork
+while a socket is parked, two epoll registrations with the same data,
+timeouts too large to end, timeouts the kernel refuses, timeouts below a
+millisecond, and a parked socket given a second number by dup or fcntl.
+Each runs tests/progs/parkedge with the shim and without it."""
+import re
+import shutil
+import subprocess
+
+from lib import TestSkip, base_env, check, free_port, prog, run, shim_env
+
+DEFER = dict(BACKOFFSHIM_NONBLOCKING="defer", BACKOFFSHIM_INITIAL_BACKOFF="100ms",
+             BACKOFFSHIM_MAX_BACKOFF="200ms")
+
+
+def _both(case, **extra):
+    port = free_port()
+    rc, plain, err = run([prog("parkedge"), case, str(port)], base_env())
+    check(rc == 0, "%s without the shim: rc=%d %r" % (case, rc, err[-300:]))
+    env = shim_env(**dict(DEFER, **extra))
+    rc, shimmed, err = run([prog("parkedge"), case, str(port)], env)
+    check(rc == 0, "%s with the shim: rc=%d %r" % (case, rc, err[-300:]))
+    return plain, shimmed, err
+
+
+def test_a_forked_child_leaves_the_parents_parked_socket_alone():
+    """The child shares the parked socket (close-on-exec, not yet exec'd):
+    its readiness calls must not reconnect it or put it back in the
+    parent's epoll set. The parent's socket stays a slow connect."""
+    plain, shimmed, err = _both("fork")
+    check("events=0x1c so_error=111" in plain, "without the shim: %r" % plain)
+    m = re.match(r"parent=(\d+) events=(0x[0-9a-f]+) so_error=(\d+)", shimmed)
+    check(m and m.group(2) == "0x0" and m.group(3) == "0",
+          "the parent saw its parked socket fail while the child ran: %r" % shimmed)
+    pids = set(re.findall(r"backoffshim\[(\d+)\]", err))
+    check(pids == {m.group(1)}, "attempts from the child: pids %r, parent %s" % (pids, m.group(1)))
+
+
+def test_two_registrations_with_the_same_data_are_reported_as_they_are():
+    """A pipe's hangup and a socket's failure carry the same epoll data:
+    the shim cannot tell them apart, so it hides neither, and the socket's
+    SO_ERROR tells the failure as without the shim."""
+    plain, shimmed, err = _both("samedata")
+    check(plain.strip() == "n=2 events=0x10,0x1c so_error=111", "without the shim: %r" % plain)
+    check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+def test_timeouts_too_large_to_end_wait_until_a_signal():
+    """tv_sec = 18446744074 wraps 64 bits of nanoseconds to 0.3 s; the
+    kernel saturates it to forever. alarm(1) ends each wait with EINTR."""
+    plain, shimmed, err = _both("huge")
+    check(plain.count("rc=-1 errno=4 ms=1000") == 4, "without the shim: %r" % plain)
+    check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+def test_timeouts_the_kernel_refuses_fail_with_einval_untouched():
+    plain, shimmed, err = _both("invalid")
+    check(plain.count("errno=22") == 11, "without the shim: %r" % plain)
+    check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+def test_timeouts_below_a_millisecond_are_kept():
+    """80 waits of 20 us (ppoll, pselect, select, epoll_pwait2) while a
+    socket is connecting: the kernel is asked for at most 20 us each time,
+    never a rounded-up millisecond. Read from outside with strace."""
+    if not shutil.which("strace"):
+        raise TestSkip("strace is not installed")
+    port = free_port()
+    env = shim_env(**DEFER)
+    cmd = ["strace", "-f", "-e", "trace=ppoll,pselect6,epoll_pwait2",
+           prog("parkedge"), "submillis", str(port)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and p.stdout.strip() == "done", "rc=%d %r" % (p.returncode, p.stderr[-300:]))
+    waits = [int(ns) for ns in re.findall(r"tv_nsec=(\d+)", p.stderr)]
+    check(len(waits) >= 80, "%d timed waits traced: %r" % (len(waits), p.stderr[-500:]))
+    check(max(waits) <= 20000, "a wait of %d ns asked of the kernel for a 20 us timeout" % max(waits))
+
+
+def test_a_second_number_for_a_parked_socket_tells_its_failure():
+    """dup, fcntl(F_DUPFD[_CLOEXEC]) and dup2 of a parked socket: the shim
+    can no longer hide it, so the new number sees the failure (POLLERR and
+    SO_ERROR ECONNREFUSED) as without the shim, never 'connected'."""
+    plain, shimmed, err = _both("dup")
+    for how in ("dup", "F_DUPFD", "F_DUPFD_CLOEXEC", "dup2"):
+        m = re.search(r"^%s revents=(0x[0-9a-f]+) so_error=(\d+)$" % how, shimmed, re.M)
+        check(m, "%s: no report in %r" % (how, shimmed))
+        check(int(m.group(1), 16) & 0x8 and m.group(2) == "111",
+              "%s: the new number said %s so_error=%s (without the shim: %r)"
+              % (how, m.group(1), m.group(2), plain))
