@@ -64,6 +64,8 @@ static inline int bs_fd_state_is_pending(unsigned st)
 #define BS_FDF_EP_REMOVED 2u /* parked: the shim took it out of its epoll set
 			      * and puts it back when it reconnects */
 #define BS_FDF_PROBING 4u    /* its attempt is the destination's probe */
+#define BS_FDF_BUSY 8u       /* parked: one thread is giving it its next
+			      * step (a reconnect or its end) */
 
 #define BS_FD_ADDR_MAX 28 /* sockaddr_in6 */
 #define BS_FD_ADDR_WORDS ((BS_FD_ADDR_MAX + 7) / 8)

@@ -235,7 +235,7 @@ void bs_park_end(int fd)
 		end_parked(NULL, fd, s, NULL);
 }
 
-static unsigned run_fd(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
+static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
 {
 	const struct bs_config *cfg = bs_active();
 	if (!cfg)
@@ -257,6 +257,19 @@ static unsigned run_fd(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next
 	if (next && due > now && due < *next)
 		*next = due;
 	return BS_FD_PARKED;
+}
+
+/* One thread at a time gives a parked socket its next step; to the others
+ * it stays parked meanwhile. */
+static unsigned run_fd(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
+{
+	if (atomic_fetch_or(&s->flags, BS_FDF_BUSY) & BS_FDF_BUSY)
+		return BS_FD_PARKED;
+	unsigned st = atomic_load(&s->state);
+	if (st == BS_FD_PARKED)
+		st = next_step(fd, s, now, next);
+	atomic_fetch_and(&s->flags, ~BS_FDF_BUSY);
+	return st;
 }
 
 unsigned bs_park_run_fd(int fd, uint64_t now)
@@ -329,7 +342,7 @@ enum bs_screen bs_park_screen_ready(int fd)
 /* A socket that a child inherits (no FD_CLOEXEC) is shared from now on:
  * never parked, and one that is parked now ends (its error owed). A
  * close-on-exec socket is the parent's alone once the child has exec'd;
- * until then the child leaves it alone (bs_park_after_fork_in_child). */
+ * until then the child leaves a parked one alone (bs_park_after_fork_in_child). */
 void bs_park_before_fork(void)
 {
 	struct bs_fdtab *t = bs_fds();
@@ -347,24 +360,27 @@ void bs_park_before_fork(void)
 	}
 }
 
-/* In the child, every socket still connecting or parked is the parent's
- * connect: the child forgets them without touching the sockets (a reconnect
- * or an epoll change from here would act on the parent's connect), and lets
- * go of the probes they hold in its copy of the table. */
+/* In the child, a parked socket is the parent's connect: the parent goes
+ * on reconnecting it, so the child's readiness calls must not (nor put it
+ * back into the epoll set they share). The child keeps only its failure,
+ * owed to a look of its own, and lets go of the probe it holds in its copy
+ * of the table. A socket still connecting stays tracked: whichever process
+ * sees its outcome handles it. */
 void bs_park_after_fork_in_child(void)
 {
 	struct bs_fdtab *t = bs_fds();
-	if (!bs_fd_any_pending(t))
+	if (!bs_fd_any_parked(t))
 		return;
 	unsigned high = atomic_load(&t->high);
 	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
 		struct bs_fdslot *s = &t->slots[fd];
-		if (!bs_fd_state_in_flight(atomic_load(&s->state)))
+		if (atomic_load(&s->state) != BS_FD_PARKED)
 			continue;
 		if (atomic_load(&s->probe))
 			release_probe(s, atomic_load(&s->key));
-		atomic_fetch_and(&s->flags, ~BS_FDF_EP_REMOVED);
-		bs_fd_clear(t, (int)fd);
+		atomic_fetch_and(&s->flags, ~(BS_FDF_EP_REMOVED | BS_FDF_BUSY));
+		uint32_t err = atomic_load(&s->last_err);
+		bs_fd_fail(t, (int)fd, err ? (int)err : ECONNREFUSED);
 	}
 }
 

@@ -93,8 +93,9 @@ enum bs_screen bs_park_screen_ready(int fd);
 /* fork() is about to run (pthread_atfork's prepare handler): sockets the
  * child inherits can no longer be hidden. */
 void bs_park_before_fork(void);
-/* fork() returned in the child (pthread_atfork's child handler): the
- * connects in flight are the parent's; the child forgets them. */
+/* fork() returned in the child (pthread_atfork's child handler): parked
+ * sockets are the parent's to reconnect; the child keeps only their
+ * failure, owed to a look of its own. */
 void bs_park_after_fork_in_child(void);
 
 /* The rounds of one readiness call that holds connecting or parked

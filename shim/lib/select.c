@@ -7,7 +7,8 @@
  * failed connect as readable and writable: the kernel is asked whether it
  * failed, without reading the error): parked and cleared in defer mode,
  * retried in the call in retry mode. The call then goes on waiting for the
- * rest of the program's own timeout. nfds beyond FD_SETSIZE: passed through.
+ * rest of the program's own timeout. nfds beyond FD_SETSIZE: passed through,
+ * the parked sockets in its sets ended first (their last error owed).
  */
 #include "clock.h"
 #include "park.h"
@@ -155,6 +156,23 @@ static int mine(int n)
 	return n > 0 && n <= FD_SETSIZE && bs_fd_any_pending(bs_fds());
 }
 
+/* fd's bit in a set the program may have sized beyond FD_SETSIZE */
+static int bit(const fd_set *set, int fd)
+{
+	const unsigned long *w = (const unsigned long *)(const void *)set;
+	unsigned per = 8 * sizeof *w;
+	return set && (w[(unsigned)fd / per] >> ((unsigned)fd % per) & 1);
+}
+
+/* More fds than the copies hold: nothing is hidden, and the parked sockets
+ * of the sets end here (their last error owed), as poll.c does. */
+static __attribute__((noinline)) void end_parked_in_sets(int n, fd_set *r, fd_set *w, fd_set *e)
+{
+	for (int fd = 0; fd < n; fd++)
+		if (bs_park_is_parked(fd) && (bit(r, fd) || bit(w, fd) || bit(e, fd)))
+			bs_park_end(fd);
+}
+
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
 static __attribute__((noinline)) int select_watched(int n, fd_set *r, fd_set *w, fd_set *e,
 						    struct timeval *tv)
@@ -182,16 +200,22 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 
 static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-	if (!mine(n) || !bs_timeout_tv_valid(tv)) /* (EINVAL as it is) */
+	if (!mine(n) || !bs_timeout_tv_valid(tv)) { /* (EINVAL as it is) */
+		if (n > FD_SETSIZE && bs_fd_any_parked(bs_fds()))
+			end_parked_in_sets(n, r, w, e);
 		return bs_real_select(n, r, w, e, tv);
+	}
 	return select_watched(n, r, w, e, tv);
 }
 
 static int do_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
 		      const sigset_t *mask)
 {
-	if (!mine(n) || !bs_timeout_ts_valid(ts)) /* (EINVAL as it is) */
+	if (!mine(n) || !bs_timeout_ts_valid(ts)) { /* (EINVAL as it is) */
+		if (n > FD_SETSIZE && bs_fd_any_parked(bs_fds()))
+			end_parked_in_sets(n, r, w, e);
 		return bs_real_pselect(n, r, w, e, ts, mask);
+	}
 	return pselect_watched(n, r, w, e, ts, mask);
 }
 

@@ -1,7 +1,8 @@
 """Defer mode at the edges of a program's readiness calls (issue 9): a fork
 while a socket is parked, two epoll registrations with the same data,
 timeouts too large to end, timeouts the kernel refuses, timeouts below a
-millisecond, and a parked socket given a second number by dup or fcntl.
+millisecond, a parked socket given a second number by dup or fcntl, and a
+select() beyond FD_SETSIZE.
 Each runs tests/progs/parkedge with the shim and without it."""
 import re
 import shutil
@@ -87,3 +88,14 @@ def test_a_second_number_for_a_parked_socket_tells_its_failure():
         check(int(m.group(1), 16) & 0x8 and m.group(2) == "111",
               "%s: the new number said %s so_error=%s (without the shim: %r)"
               % (how, m.group(1), m.group(2), plain))
+
+
+def test_select_beyond_fd_setsize_ends_the_parking():
+    """select() with nfds past FD_SETSIZE is passed through: a parked socket
+    in its sets ends first, so the program sees it writable with its real
+    error, as without the shim."""
+    plain, shimmed, err = _both("bigselect")
+    if plain.strip() == "skip":
+        raise TestSkip("the fd limit cannot reach 1500")
+    check(plain.strip() == "n=1 so_error=111", "without the shim: %r" % plain)
+    check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))

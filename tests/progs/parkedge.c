@@ -26,6 +26,10 @@
  *             fcntl(F_DUPFD), fcntl(F_DUPFD_CLOEXEC) and dup2, poll on the
  *             new number (1 s) and SO_ERROR through it:
  *             "HOW revents=0xR so_error=N"
+ *   bigselect the socket is parked by a 300 ms poll; then select() with nfds
+ *             1501 (fd 1500 a pipe, the sets sized for it) waits 1 s for it
+ *             to be writable: "n=N so_error=E" ("skip" if the fd limit
+ *             cannot reach 1500)
  * Exit 0, or 2 on bad usage or a setup failure.
  */
 #include <arpa/inet.h>
@@ -38,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -249,6 +254,32 @@ static int case_dup(void)
 	return 0;
 }
 
+/* fd_set sized for BIG_FD + 1 descriptors */
+#define BIG_FD 1500
+#define BIG_WORDS (BIG_FD / (8 * sizeof(unsigned long)) + 1)
+
+static int case_bigselect(void)
+{
+	struct rlimit rl;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	if (rl.rlim_max <= BIG_FD || setrlimit(RLIMIT_NOFILE, &rl) < 0 ||
+	    dup2(quiet_pipe(), BIG_FD) < 0) {
+		puts("skip");
+		return 0;
+	}
+	int s = connecting_socket();
+	struct pollfd p = {s, POLLOUT, 0};
+	poll(&p, 1, 300);
+	unsigned long w[BIG_WORDS];
+	memset(w, 0, sizeof w);
+	w[s / (8 * sizeof *w)] |= 1ul << (s % (8 * sizeof *w));
+	struct timeval tv = {1, 0};
+	int n = select(BIG_FD + 1, NULL, (fd_set *)(void *)w, NULL, &tv);
+	printf("n=%d so_error=%d\n", n, so_error(s));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -256,7 +287,8 @@ int main(int argc, char **argv)
 		int (*run)(void);
 	} cases[] = {{"fork", case_fork},       {"samedata", case_samedata},
 		     {"huge", case_huge},       {"invalid", case_invalid},
-		     {"submillis", case_submillis}, {"dup", case_dup}};
+		     {"submillis", case_submillis}, {"dup", case_dup},
+		     {"bigselect", case_bigselect}};
 	if (argc != 3 || (port = atoi(argv[2])) <= 0) {
 		fprintf(stderr, "usage: parkedge CASE PORT\n");
 		return 2;
