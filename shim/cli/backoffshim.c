@@ -20,6 +20,10 @@ static const char usage_text[] =
 	"  check-config FILE...\n"
 	"                  report every problem in FILE as file:line: key: reason;\n"
 	"                  exit 0 if there is none, 1 otherwise\n"
+	"  status [--json | --prometheus] [--table PATH | --user NAME]\n"
+	"                  show the destinations backing off in the shared table\n"
+	"  reset DEST | --all [--table PATH | --user NAME]\n"
+	"                  clear a destination's backoff and wake every waiter\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help      show this help; 'backoffshim COMMAND --help' for a command\n"
@@ -116,6 +120,8 @@ static const struct {
 	{"run", bs_cmd_run},
 	{"schedule", bs_cmd_schedule},
 	{"check-config", bs_cmd_check_config},
+	{"status", bs_cmd_status},
+	{"reset", bs_cmd_reset},
 };
 
 int main(int argc, char **argv)
@@ -141,7 +147,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return bs_cli_usage(NULL, "missing command (run, schedule or check-config)");
+		return bs_cli_usage(NULL, "missing command (run, schedule, check-config, status or reset)");
 	const char *name = argv[optind];
 	if (strcmp(name, "help") == 0) {
 		if (optind + 1 >= argc) {
@@ -165,6 +171,6 @@ int main(int argc, char **argv)
 			return commands[i].fn(sub_argc, sub_argv);
 		}
 	}
-	return bs_cli_usage(NULL, "unknown command '%s' (expected run, schedule or check-config)",
+	return bs_cli_usage(NULL, "unknown command '%s' (expected run, schedule, check-config, status or reset)",
 			    name);
 }

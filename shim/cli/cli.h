@@ -1,5 +1,6 @@
 /*
- * cli: the `backoffshim` command (run, schedule, check-config).
+ * cli: the `backoffshim` command (run, schedule, check-config, status,
+ * reset).
  *
  * An ordinary program, not preloaded: it may use stdio, the heap and exit.
  * It links the same shim/common modules as the library, so values are
@@ -31,6 +32,8 @@ extern const char *bs_cli_argv0;
 int bs_cmd_run(int argc, char **argv);
 int bs_cmd_schedule(int argc, char **argv);
 int bs_cmd_check_config(int argc, char **argv);
+int bs_cmd_status(int argc, char **argv);
+int bs_cmd_reset(int argc, char **argv);
 
 /* "backoffshim SUB: <message>" and "Try 'backoffshim SUB --help'." on
  * stderr; returns BS_EXIT_USAGE. sub may be NULL for the top level. */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -16,6 +17,14 @@ uint64_t bs_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* FUTEX_PRIVATE_FLAG until a shared table is mapped */
+static _Atomic int futex_private = FUTEX_PRIVATE_FLAG;
+
+void bs_futex_shared(void)
+{
+	atomic_store(&futex_private, 0);
+}
+
 int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
 {
 	struct timespec ts, *tsp = NULL;
@@ -25,7 +34,7 @@ int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
 		tsp = &ts;
 	}
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
-	long r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+	long r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | atomic_load(&futex_private),
 			 expect, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
 	if (r == -1 && errno == EINTR)
 		return EINTR;
@@ -34,7 +43,7 @@ int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
 
 void bs_wake(const uint32_t *word)
 {
-	syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 0x7fffffff,
+	syscall(SYS_futex, word, FUTEX_WAKE | atomic_load(&futex_private), 0x7fffffff,
 		NULL, NULL, 0);
 }
 

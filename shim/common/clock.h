@@ -24,6 +24,10 @@ int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline);
 /* Wake every waiter on word. */
 void bs_wake(const uint32_t *word);
 
+/* From now on, waits and wakes work across processes (the words live in a
+ * shared mapping): the futexes drop FUTEX_PRIVATE_FLAG. */
+void bs_futex_shared(void);
+
 /* After a wait was interrupted by a signal handler: should a blocking
  * connect() report EINTR (true) or carry on as the kernel would under
  * SA_RESTART (false)? A futex or ppoll wait returns EINTR whatever the

@@ -32,6 +32,7 @@ struct bs_config {
 	int disable;
 	int log_level;           /* enum bs_level */
 	char log_file[256];      /* "" = stderr */
+	char shared[256];        /* the table: "user", "off" or an absolute path */
 	uint64_t seed;
 	int seed_set;
 	struct bs_rules *rules;  /* [dest ...] sections; NULL: not accepted */

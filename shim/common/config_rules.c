@@ -10,7 +10,7 @@
 
 static int is_global_key(const char *key)
 {
-	static const char *const global[] = {"unix", "seed", "disable", "level", "file"};
+	static const char *const global[] = {"unix", "seed", "disable", "level", "file", "shared"};
 	for (unsigned i = 0; i < BS_ARRAY_SIZE(global); i++)
 		if (!strcasecmp(key, global[i]))
 			return 1;

@@ -91,6 +91,7 @@ struct bs_fdslot {
 	_Atomic uint32_t seen_fail;  /* the destination's failure count last seen */
 	_Atomic uint32_t last_err;   /* the last real error of its attempts */
 	_Atomic uint64_t probe;      /* the probe word its attempt holds (table.h) */
+	_Atomic uint32_t resets;     /* its destination's reset count when parked */
 	/* the program's epoll registration of this fd (epoll_ctl); a socket
 	 * in two sets is marked BS_FDF_NO_PARK instead */
 	_Atomic uint32_t ep_set;     /* the epoll fd + 1; 0: none */

@@ -285,3 +285,18 @@ void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t
 	*lo = *lo < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *lo;
 	*hi = *hi < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *hi;
 }
+
+uint64_t bs_policy_longest_wait(const struct bs_policy *p)
+{
+	uint64_t longest = p->max_backoff > BS_RETRY_FLOOR ? p->max_backoff : BS_RETRY_FLOOR;
+	for (uint32_t i = 0; i < p->ndelays && i < BS_DELAYS_MAX; i++)
+		if (p->delays[i] > longest)
+			longest = p->delays[i];
+	for (uint32_t i = 0; !p->ndelays && i < BS_ARRAY_SIZE(bs_default_delays); i++)
+		if (bs_default_delays[i] > longest)
+			longest = bs_default_delays[i];
+	if (p->kind == BS_POLICY_RESPONSIVE && p->max_randomization > longest)
+		longest = p->max_randomization;
+	double jitter = p->jitter > p->randomization_factor ? p->jitter : p->randomization_factor;
+	return (uint64_t)((double)longest * (1.0 + jitter)) + BS_NS_PER_MS;
+}

@@ -107,6 +107,11 @@ extern const uint64_t bs_default_delays[10];
 /* How long an attempt whose own wait (if it fails) is `delay` may run. */
 uint64_t bs_policy_attempt_timeout(const struct bs_policy *p, uint64_t delay);
 
+/* The longest wait the policy can ever draw: max_backoff (or the longest
+ * listed delay) stretched by the jitter, plus 1 ms of rounding. Bounds every
+ * wait a process takes from a shared table. */
+uint64_t bs_policy_longest_wait(const struct bs_policy *p);
+
 /* Map a 64-bit random value to a double in [0, 1) (see mix.h). */
 double bs_policy_unit(uint64_t r);
 

@@ -1,10 +1,12 @@
 /* table: lock-free per-destination state. See table.h. */
 #include "table.h"
+
 #include "mix.h"
 #include "policy.h"
 #include "util.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* An entry is one 128-byte unit (two cache lines); pad makes it so. */
 BS_STATIC_ASSERT(sizeof(struct bs_entry) == 128, "struct bs_entry is 128 bytes");
@@ -128,6 +130,13 @@ static void reset(struct bs_entry *e, uint64_t now)
 	atomic_store(&e->n_down, 0);
 	atomic_store(&e->n_waits, 0);
 	atomic_store(&e->waited, 0);
+	atomic_store(&e->attempt_at, 0);
+	atomic_store(&e->waiting, 0);
+	atomic_store(&e->n_attempts, 0);
+	atomic_store(&e->n_failures, 0);
+	atomic_store(&e->n_giveups, 0);
+	atomic_store(&e->n_waited, 0);
+	atomic_store(&e->waited_ms, 0);
 	atomic_store(&e->last_used, now);
 	atomic_fetch_add(&e->seq, 1);
 }
@@ -326,4 +335,42 @@ void bs_probe_release(struct bs_entry *e, uint64_t mine)
 uint32_t bs_entry_bump(struct bs_entry *e)
 {
 	return atomic_fetch_add(&e->seq, 1) + 1;
+}
+
+uint32_t bs_entry_reset(struct bs_entry *e)
+{
+	atomic_store(&e->state, 0);
+	atomic_store(&e->probe, 0);
+	atomic_store(&e->attempt_at, 0);
+	atomic_fetch_add(&e->resets, 1);
+	return bs_entry_bump(e);
+}
+
+void bs_table_set_addr(struct bs_table *t, const struct bs_entry *e, const void *addr,
+		       uint32_t len)
+{
+	size_t i = (size_t)(e - t->entries);
+	uint64_t w[BS_TABLE_ADDR_WORDS] = {0, 0, 0, 0};
+	if (i >= BS_TABLE_SLOTS || len > BS_TABLE_ADDR_MAX)
+		return;
+	memcpy(w, addr, len);
+	w[BS_TABLE_ADDR_WORDS - 1] |= (uint64_t)len << 32;
+	for (unsigned k = 0; k < BS_TABLE_ADDR_WORDS; k++)
+		if (atomic_load_explicit(&t->addrs[i][k], memory_order_relaxed) != w[k])
+			atomic_store_explicit(&t->addrs[i][k], w[k], memory_order_relaxed);
+}
+
+uint32_t bs_table_get_addr(const struct bs_table *t, unsigned i, void *buf)
+{
+	uint64_t w[BS_TABLE_ADDR_WORDS];
+	if (i >= BS_TABLE_SLOTS)
+		return 0;
+	for (unsigned k = 0; k < BS_TABLE_ADDR_WORDS; k++)
+		w[k] = atomic_load_explicit(&((struct bs_table *)(uintptr_t)t)->addrs[i][k],
+					    memory_order_relaxed);
+	uint32_t len = (uint32_t)(w[BS_TABLE_ADDR_WORDS - 1] >> 32);
+	if (len > BS_TABLE_ADDR_MAX)
+		return 0;
+	memcpy(buf, w, BS_TABLE_ADDR_MAX);
+	return len;
 }

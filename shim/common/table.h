@@ -1,5 +1,6 @@
 /*
- * table: per-destination backoff state, shared by all threads of a process.
+ * table: per-destination backoff state, shared by all threads of a process,
+ * and by every process that maps the same shared table file (shtab.h).
  *
  * Promise: fixed capacity, no allocation, no locks, no syscalls; every
  * operation is a bounded number of atomic loads and compare-and-swaps on
@@ -72,6 +73,9 @@
 #define BS_TABLE_GROUP 8u    /* home slots sharing one reach: a line of keys */
 #define BS_TABLE_GROUPS (BS_TABLE_SLOTS / BS_TABLE_GROUP)
 
+#define BS_TABLE_ADDR_MAX 28 /* sockaddr_in6 */
+#define BS_TABLE_ADDR_WORDS 4
+
 /* key word markers (see above) */
 #define BS_TABLE_RES (1ull << 63)
 #define BS_TABLE_DEAD (1ull << 62)
@@ -103,7 +107,14 @@ struct bs_entry { /* two cache lines */
 	_Atomic uint32_t n_calls, n_up, n_down, n_waits;
 	_Atomic uint64_t waited;    /* ns waited in all */
 	_Atomic uint64_t outcome_at; /* ns: when the last outcome was published */
-	char pad[128 - 88];
+	/* facts shared across processes (issue 10), and counters for the
+	 * operator (backoffshim status) */
+	_Atomic uint64_t attempt_at; /* ns: the start of the last attempt */
+	_Atomic uint32_t resets;     /* bumped by backoffshim reset */
+	_Atomic uint32_t waiting;    /* threads waiting now (blocking connects) */
+	_Atomic uint32_t n_attempts, n_failures, n_giveups, n_waited;
+	_Atomic uint32_t waited_ms;  /* ms waited in all (wraps after 49 days) */
+	char pad[128 - 124];
 };
 
 struct bs_table {
@@ -113,6 +124,9 @@ struct bs_table {
 	_Atomic uint16_t reach[BS_TABLE_GROUPS];
 	_Alignas(64) _Atomic uint64_t keys[BS_TABLE_SLOTS];
 	_Alignas(64) struct bs_entry entries[BS_TABLE_SLOTS];
+	/* each entry's address, for the operator (backoffshim status): the
+	 * sockaddr's first BS_TABLE_ADDR_MAX bytes, then its length */
+	_Alignas(64) _Atomic uint64_t addrs[BS_TABLE_SLOTS][BS_TABLE_ADDR_WORDS];
 };
 
 /* Find key; NULL if it has no entry (the destination is healthy). Until a
@@ -162,5 +176,18 @@ void bs_probe_release(struct bs_entry *e, uint64_t mine);
 /* Bump the entry's seq (after any published change). Returns the new value;
  * the caller wakes waiters on &e->seq. */
 uint32_t bs_entry_bump(struct bs_entry *e);
+
+/* Record the address of e (an entry of t) for the operator: a few stores,
+ * skipped when it is already there. */
+void bs_table_set_addr(struct bs_table *t, const struct bs_entry *e, const void *addr,
+		       uint32_t len);
+/* The address recorded for slot i into buf (BS_TABLE_ADDR_MAX bytes);
+ * returns its length (0: none, or garbage). */
+uint32_t bs_table_get_addr(const struct bs_table *t, unsigned i, void *buf);
+
+/* An operator's reset (backoffshim reset): healthy, no probe, no recent
+ * attempt, `resets` bumped so that woken waiters can say why. Returns the
+ * new seq; the caller wakes waiters on &e->seq. */
+uint32_t bs_entry_reset(struct bs_entry *e);
 
 #endif

@@ -10,14 +10,19 @@
 #include "addr.h"
 #include "budget.h"
 #include "clock.h"
+#include "log.h"
 #include "policy.h"
 #include "real.h"
+#include "shared.h"
 #include "shim.h"
 #include "sock.h"
 
 #include <errno.h>
 
 #define PROBE_GRACE (1 * BS_NS_PER_SEC)
+/* With a shared table, a waiter re-checks at least this often whether the
+ * attempt slot's owner is still alive (its process may have been killed). */
+#define SHARED_RECHECK (500 * BS_NS_PER_MS)
 
 struct call {
 	const struct bs_config *cfg;
@@ -32,6 +37,10 @@ struct call {
 	uint32_t seen_fail; /* destination's failure count last seen */
 	int last_err;
 	int fallback;       /* the program has other addresses of the name */
+	int lock;           /* the shared table's lock for our probe, or -1 */
+	uint64_t anchor_state, anchor_at; /* a state word, and when first seen */
+	uint32_t resets;    /* the entry's reset count when the call began */
+	uint32_t join_fail; /* the destination's failures when the call began */
 };
 
 static uint64_t min64(uint64_t a, uint64_t b)
@@ -106,8 +115,15 @@ static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 	uint32_t seq = atomic_load(&c->e->seq);
 	if (atomic_load(&c->e->state) != seen_state)
 		return 0;
-	if (bs_wait((const uint32_t *)&c->e->seq, seq, until) == EINTR &&
-	    bs_intr_returns_eintr(c->prog_has_tv))
+	uint64_t t0 = bs_now();
+	if (bs_shared_on())
+		until = min64(until, t0 + SHARED_RECHECK);
+	atomic_fetch_add(&c->e->waiting, 1);
+	int r = bs_wait((const uint32_t *)&c->e->seq, seq, until);
+	atomic_fetch_sub(&c->e->waiting, 1);
+	atomic_fetch_add(&c->e->n_waited, 1);
+	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
+	if (r == EINTR && bs_intr_returns_eintr(c->prog_has_tv))
 		return EINTR;
 	return 0;
 }
@@ -120,11 +136,19 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	return AGAIN;
 }
 
+/* Our probe, and the shared table's lock that goes with it, let go. */
+static void release_probe(struct call *c, uint64_t mine)
+{
+	bs_probe_release(c->e, mine);
+	bs_shared_release(c->lock);
+	c->lock = -1;
+}
+
 /* Our probe ends without a failure to record (the program's timeout, a
  * signal, or an error not retried): released, published, errno err. */
 static int probe_ends(struct call *c, uint64_t mine, int err)
 {
-	bs_probe_release(c->e, mine);
+	release_probe(c, mine);
 	bs_publish(c->e);
 	errno = err;
 	return -1;
@@ -136,7 +160,7 @@ static int probe_failed(struct call *c, uint64_t s, uint64_t now, uint64_t mine,
 			uint64_t delay, int err)
 {
 	record_failure(c, s, now, delay, err);
-	bs_probe_release(c->e, mine);
+	release_probe(c, mine);
 	bs_publish(c->e);
 	if (c->fallback) {
 		errno = err;
@@ -149,6 +173,7 @@ static int probe_failed(struct call *c, uint64_t s, uint64_t now, uint64_t mine,
 static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64_t delay)
 {
 	uint64_t shim_end = now + attempt_timeout(c, delay);
+	atomic_store(&c->e->attempt_at, now);
 	uint64_t end = min64(shim_end, bs_budget_end(&c->b));
 	int err = 0;
 	enum bs_attempt r = bs_sock_attempt(c->fd, c->addr, c->len, end,
@@ -156,7 +181,7 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 					    c->prog_has_tv, &err);
 	switch (r) {
 	case BS_ATT_OK:
-		bs_probe_release(c->e, mine);
+		release_probe(c, mine);
 		connected(c, now);
 		return 0;
 	case BS_ATT_PROG_TIMEOUT:
@@ -227,11 +252,13 @@ static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
 	return AGAIN;
 }
 
-/* Another live thread's probe of the destination is still in time. */
+/* Another live thread's probe of the destination is still in time: a
+ * thread of this process, or one in a process that holds the entry's lock
+ * in the shared table. */
 static int probe_held_elsewhere(const struct call *c, uint64_t p, uint64_t now)
 {
 	return p && bs_probe_stale_at(p) > now && bs_probe_tid(p) != c->tid &&
-	       bs_thread_alive(bs_probe_tid(p));
+	       (bs_thread_alive(bs_probe_tid(p)) || bs_shared_held_elsewhere(c->e));
 }
 
 /* The destination's next allowed time has come and no one else probes:
@@ -242,20 +269,72 @@ static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint
 {
 	uint64_t delay = bs_next_wait(c->cfg, c->e, s);
 	uint64_t mine = bs_probe_make(now + PROBE_GRACE + attempt_timeout(c, delay), c->tid);
-	if (!bs_probe_take(c->e, p, mine))
-		return AGAIN;
-	if (atomic_load(&c->e->state) != s) {
-		bs_probe_release(c->e, mine);
+	c->lock = bs_shared_hold(c->e);
+	if (c->lock == BS_SHARED_BUSY)
+		return c->lock = -1, wait_step(c, s, now + SHARED_RECHECK);
+	if (!bs_probe_take(c->e, p, mine) || atomic_load(&c->e->state) != s) {
+		release_probe(c, bs_probe_make(0, 0));
 		return AGAIN;
 	}
 	return probe(c, s, now, mine, delay);
+}
+
+/* An operator reset the destination while the call waited: say so once. */
+static void note_reset(struct call *c)
+{
+	uint32_t r = atomic_load(&c->e->resets);
+	if (r == c->resets)
+		return;
+	c->resets = r;
+	if (!bs_log_enabled(BS_LOG_INFO))
+		return;
+	struct bs_dest d = dest_of(c);
+	bs_outcome_log_reset(&d);
+}
+
+/* The state's next allowed time, bounded by this process's own longest
+ * wait from when the call first saw that state (a shared table's entry is
+ * other processes' word, and may be garbage). */
+static uint64_t bounded_next(struct call *c, uint64_t s, uint64_t now)
+{
+	if (s != c->anchor_state || !c->anchor_at) {
+		c->anchor_state = s;
+		c->anchor_at = now;
+	}
+	return min64(bs_state_next_at(s), c->anchor_at + bs_policy_longest_wait(&c->cfg->policy));
+}
+
+/* A process that joins a destination other processes are backing off
+ * from (it has published nothing about it yet) may make one attempt at
+ * once if none is in flight and none started in the last initial_backoff,
+ * or else as soon as that is so, unless a failure is published meanwhile:
+ * then it waits with the others. The attempt is claimed by moving
+ * attempt_at, so that of many newcomers one goes. A restart loop is then
+ * paced to one attempt per initial_backoff, a herd of processes started
+ * together follows one schedule, and a newcomer after the server's return
+ * connects within initial_backoff. Returns when the call may go (`next`
+ * if it is no newcomer). */
+static uint64_t join_time(struct call *c, uint64_t s, uint64_t now, uint64_t next)
+{
+	if (!bs_shared_on() || bs_shared_known(c->e) || bs_state_failures(s) != c->join_fail ||
+	    probe_held_elsewhere(c, atomic_load(&c->e->probe), now))
+		return next;
+	uint64_t at = atomic_load(&c->e->attempt_at);
+	uint64_t free_at = at > now ? now + c->cfg->policy.initial_backoff
+				    : at + c->cfg->policy.initial_backoff;
+	if (free_at > now)
+		return free_at < next ? free_at : next;
+	return atomic_compare_exchange_strong(&c->e->attempt_at, &at, now) ? now : next;
 }
 
 /* The destination is backing off: wait for its next allowed time, or for
  * another thread's probe, or probe ourselves. */
 static int backoff_step(struct call *c, uint64_t s, uint64_t now)
 {
-	uint64_t next = bs_state_next_at(s);
+	uint64_t next = bounded_next(c, s, now);
+	if (now < next)
+		next = join_time(c, s, now, next);
+	note_reset(c);
 	if (now < next) {
 		if (bs_budget_check_next(&c->b, next) != BS_STOP_NONE)
 			return give_up(c);
@@ -340,6 +419,8 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int
 	c->tid = bs_gettid();
 	c->last_err = 0;
 	c->seen_fail = 0;
+	c->lock = -1;
+	c->anchor_state = c->anchor_at = 0;
 	uint64_t start = t0 ? t0 : bs_now();
 	start_call(c, start);
 	if (!c->e)
@@ -348,6 +429,8 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int
 		errno = err ? err : saved;
 		return err ? -1 : bs_real_connect(c->fd, c->addr, c->len);
 	}
+	c->resets = atomic_load(&c->e->resets);
+	c->join_fail = bs_state_failures(err ? s : atomic_load(&c->e->state));
 	if (err) {
 		/* The plain attempt failed: that is one more failure. */
 		record_failure_after(c, s, t0, err);

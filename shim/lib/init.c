@@ -1,5 +1,6 @@
 /* init: constructor, config loading and process-wide state. See shim.h. */
 #include "park.h"
+#include "shared.h"
 #include "shim.h"
 #include "log.h"
 #include "policy.h"
@@ -25,6 +26,8 @@ static _Atomic int g_state;
 static struct bs_config g_cfg;
 static struct bs_rules g_rules;
 static struct bs_table g_table;
+/* the table in use: the private one until a shared one is mapped at start-up */
+static struct bs_table *g_tab = &g_table;
 struct bs_fdtab bs_fdtab_g;
 static struct bs_restab g_res;
 static uint64_t g_seed;
@@ -254,6 +257,8 @@ static void init(void)
 		g_seed = r[0] ^ bs_mix64(r[1] ^ (uint64_t)getpid());
 	}
 	setup_fds();
+	if (!g_cfg.disable)
+		g_tab = bs_shared_map(&g_cfg, &g_table);
 	bs_role_detect_inherited();
 	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
@@ -280,7 +285,7 @@ const struct bs_config *bs_active(void)
 
 struct bs_table *bs_tab(void)
 {
-	return &g_table;
+	return g_tab;
 }
 
 struct bs_restab *bs_res(void)

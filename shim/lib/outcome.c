@@ -11,9 +11,11 @@
 #include "park.h"
 #include "policy.h"
 #include "shim.h"
+#include "shared.h"
 #include "sock.h"
 
 #include <errno.h>
+#include <stddef.h>
 
 static void line_dest(struct bs_line *l, const struct bs_dest *d)
 {
@@ -25,9 +27,18 @@ static void line_dest(struct bs_line *l, const struct bs_dest *d)
 	bs_line_str(l, ": ");
 }
 
+/* Count one more of a destination's events for the operator (status). */
+static void count(uint64_t key, size_t counter)
+{
+	struct bs_entry *e = bs_table_find(bs_tab(), key);
+	if (e)
+		atomic_fetch_add((_Atomic uint32_t *)(void *)((char *)e + counter), 1);
+}
+
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
 {
 	err = err ? err : ECONNREFUSED;
+	count(d->key, offsetof(struct bs_entry, n_giveups));
 	if (bs_log_enabled(BS_LOG_ERROR)) {
 		struct bs_line l;
 		bs_line_start(&l);
@@ -44,6 +55,15 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 	}
 	errno = err;
 	return -1;
+}
+
+void bs_outcome_log_reset(const struct bs_dest *d)
+{
+	struct bs_line l;
+	bs_line_start(&l);
+	line_dest(&l, d);
+	bs_line_str(&l, "backoff reset by the operator, trying now");
+	bs_line_emit(&l, BS_LOG_INFO);
 }
 
 void bs_publish(struct bs_entry *e)
@@ -76,6 +96,14 @@ static int publish_failure(struct bs_entry *e, const struct bs_dest *d, uint64_t
 		quiet = 1;
 	}
 	uint64_t now = bs_now();
+	atomic_fetch_add(&e->n_attempts, 1);
+	atomic_fetch_add(&e->n_failures, 1);
+	bs_shared_mark_known(e);
+	uint64_t at = atomic_load(&e->attempt_at);
+	while (at < started && !atomic_compare_exchange_weak(&e->attempt_at, &at, started))
+		;
+	if (d->addr)
+		bs_table_set_addr(bs_tab(), e, d->addr, (uint32_t)d->len);
 	bs_res_mark(bs_res(), d->key, BS_CAND_FAILED, now, BS_RES_HORIZON);
 	if (!bs_entry_fail(e, seen, started, from + delay, f, err, now))
 		return 0; /* folded into another outcome */
@@ -139,6 +167,8 @@ void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, 
 	 * a failure of this same connection later (closed early, a send
 	 * error) is then never folded into its own success */
 	uint32_t n = bs_entry_connected(e, t0);
+	atomic_fetch_add(&e->n_attempts, 1);
+	bs_shared_mark_known(e);
 	bs_publish(e);
 	if (n && bs_log_enabled(BS_LOG_INFO)) {
 		struct bs_line l;

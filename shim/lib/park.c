@@ -3,6 +3,7 @@
 
 #include "budget.h"
 #include "clock.h"
+#include "log.h"
 #include "policy.h"
 #include "real.h"
 #include "sock.h"
@@ -153,6 +154,7 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 	bs_sock_abort(fd); /* unconnected, nothing pending: ready to go again */
 	errno = saved;
 	atomic_store(&s->last_err, (uint32_t)err);
+	atomic_store(&s->resets, atomic_load(&e->resets));
 	bs_fd_set(bs_fds(), fd, BS_FD_PARKED, now);
 	return 1;
 }
@@ -168,6 +170,7 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 	    !leave_epoll_set(fd, s))
 		return 0;
 	atomic_store(&s->last_err, (uint32_t)err);
+	atomic_store(&s->resets, atomic_load(&e->resets));
 	bs_fd_set(bs_fds(), fd, BS_FD_PARKED, bs_now());
 	return 1;
 }
@@ -215,6 +218,20 @@ static void reconnect(const struct bs_config *cfg, int fd, struct bs_fdslot *s, 
 		owe(fd, res ? res : err); /* to its next look */
 }
 
+/* Did an operator reset the destination since fd was parked? Then it goes
+ * now, whatever the state says by the time this thread looks (another
+ * waiter's attempt may have failed already), and says why. */
+static int was_reset(struct bs_entry *e, struct bs_fdslot *s, const struct bs_dest *d)
+{
+	uint32_t r = atomic_load(&e->resets);
+	if (r == atomic_load(&s->resets))
+		return 0;
+	atomic_store(&s->resets, r);
+	if (bs_log_enabled(BS_LOG_INFO))
+		bs_outcome_log_reset(d);
+	return 1;
+}
+
 /* The budget is spent (or the illusion cannot be kept): the program sees
  * the last real error, as without the shim. */
 static unsigned end_parked(const struct bs_config *cfg, int fd, struct bs_fdslot *s,
@@ -247,6 +264,10 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	struct bs_entry *e = bs_table_find(bs_tab(), d.key);
 	uint64_t state = e ? atomic_load(&e->state) : 0;
 	struct bs_budget b;
+	if (e && was_reset(e, s, &d)) {
+		reconnect(cfg, fd, s, now); /* the operator said the server is back */
+		return bs_fd_state(bs_fds(), fd);
+	}
 	if (e && budget_ends(cfg, s, state, 0, now, &b))
 		return end_parked(cfg, fd, s, &b);
 	if (!e || may_go(cfg, e, s, state, now)) {

@@ -32,7 +32,7 @@
 
 /* A readiness call that holds parked sockets wakes at least this often to
  * re-check their destinations (a success elsewhere releases them). */
-#define BS_PARK_RECHECK (250 * BS_NS_PER_MS)
+#define BS_PARK_RECHECK (200 * BS_NS_PER_MS)
 /* No parked socket is due: bs_park_run() returns this. */
 #define BS_PARK_NEVER BS_TIMEOUT_NONE
 

@@ -156,6 +156,8 @@ struct bs_budget;
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
+/* The line a waiter logs when an operator's reset woke it. */
+void bs_outcome_log_reset(const struct bs_dest *d);
 
 /* nonblock.c: non-blocking sockets. bs_nb_connect: a connect to a
  * destination in backoff; returns what connect() returns. */

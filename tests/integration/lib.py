@@ -5,8 +5,12 @@ bound in time; every loop a bound in count. Attempts are observed from the
 outside: a raw AF_PACKET socket on `lo` sees each SYN the client sends, and
 real listeners record their accepts.
 """
+import atexit
+import itertools
 import os
 import random
+import shutil
+import tempfile
 import socket
 import struct
 import subprocess
@@ -73,9 +77,23 @@ def base_env(**extra):
     return env
 
 
+# Shared tables (issue 10): every shim_env() names a table of its own, so
+# tests never see each other's (nor the machine's) per-user table; the
+# processes of one test that use one env share theirs.
+TABLES = tempfile.mkdtemp(prefix="bs-tables-")
+atexit.register(shutil.rmtree, TABLES, True)
+_table_ids = itertools.count()
+
+
+def new_table():
+    return os.path.join(TABLES, "table-%d" % next(_table_ids))
+
+
 def shim_env(**extra):
-    """Environment that preloads the shim with the scaled schedule."""
+    """Environment that preloads the shim with the scaled schedule, and a
+    shared table of its own."""
     env = base_env(
+        BACKOFFSHIM_SHARED=new_table(),
         LD_PRELOAD=PRELOAD,
         BACKOFFSHIM_CONFIG="/dev/null",
         BACKOFFSHIM_INITIAL_BACKOFF="50ms",

@@ -6,15 +6,16 @@ any -k and no -x). Prints one line per test and a closing
 "integration: N passed, N failed, N skipped" line; exits 1 if anything failed.
 
 The tests run in a network namespace of their own, with only `lo` (brought
-up here): they need a raw AF_PACKET socket on lo and `unshare -m`, and must
+up here), and a mount namespace with a private /dev/shm (so no run sees
+another's shared tables): they need a raw AF_PACKET socket on lo and `unshare -m`, and must
 not meet anything on the host's loopback. run.py re-executes itself there:
-  - as an ordinary user: unshare --user --map-current-user --keep-caps --net.
+  - as an ordinary user: unshare --user --map-current-user --keep-caps --net --mount.
     The user namespace gives CAP_NET_RAW and CAP_SYS_ADMIN over the new
     network and mount namespaces only; processes keep the invoking uid, so
     initdb and postgres run as that user (they refuse to run as root, mapped
     root included). A test that needs real root or a second uid raises
     lib.TestSkip and is reported as SKIP.
-  - as root: unshare --net alone (no user namespace, so runuser to the
+  - as root: unshare --net --mount alone (no user namespace, so runuser to the
     postgres user and chown to other uids work as before): the same
     isolation, and every test runs.
 BACKOFFSHIM_TEST_NETNS=1 in the environment marks the re-executed run.
@@ -36,8 +37,8 @@ NS_MARK = "BACKOFFSHIM_TEST_NETNS"
 
 def unshare_cmd():
     if os.geteuid() == 0:
-        return ["unshare", "--net"]
-    return ["unshare", "--user", "--map-current-user", "--keep-caps", "--net"]
+        return ["unshare", "--net", "--mount"]
+    return ["unshare", "--user", "--map-current-user", "--keep-caps", "--net", "--mount"]
 
 
 def refuse(why):
@@ -85,6 +86,13 @@ def main():
         up, why = False, str(e)
     if not up:
         return refuse("ip link set lo up: %s" % why)
+    # a /dev/shm of the run's own: the per-user shared tables (issue 10) of
+    # earlier runs or of the host's programs are never seen
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777,size=64m", "tmpfs", "/dev/shm"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=30)
+    if r.returncode != 0:
+        return refuse("mount a private /dev/shm: %s" % r.stdout.strip())
     mode = "root" if os.geteuid() == 0 else "uid %d in a user namespace" % os.geteuid()
     print("integration: private network namespace, as %s" % mode, flush=True)
     passed = failed = skipped = 0

@@ -35,6 +35,7 @@ static const struct var ALL_ENV[] = {
 	{"BACKOFFSHIM_LOG_FILE", "/tmp/bs.log"},
 	{"BACKOFFSHIM_SEED", "42"},
 	{"BACKOFFSHIM_DISABLE", "yes"},
+	{"BACKOFFSHIM_SHARED", "/run/backoffshim/table"},
 	{NULL, NULL},
 };
 /* The INI section and key each variable stands for. */
@@ -47,9 +48,10 @@ static const char *const ALL_KEYS[][2] = {
 	{"backoff", "down_threshold"}, {"backoff", "randomization_factor"},
 	{"backoff", "max_randomization"}, {"backoff", "nonblocking"}, {"backoff", "healthy_after"},
 	{"log", "level"}, {"log", "file"}, {"backoff", "seed"}, {"backoff", "disable"},
+	{"backoff", "shared"},
 };
 #define NVARS (sizeof ALL_KEYS / sizeof ALL_KEYS[0])
-_Static_assert(NVARS == 23, "one entry per BACKOFFSHIM_* variable");
+_Static_assert(NVARS == 24, "one entry per BACKOFFSHIM_* variable");
 _Static_assert(sizeof ALL_ENV / sizeof ALL_ENV[0] == NVARS + 1, "ALL_ENV matches ALL_KEYS");
 
 static void test_env_all(void **state)
@@ -88,6 +90,7 @@ static void test_env_all(void **state)
 	assert_int_equal(c.seed, 42);
 	assert_int_equal(c.seed_set, 1);
 	assert_int_equal(c.disable, 1);
+	assert_string_equal(c.shared, "/run/backoffshim/table");
 
 	/* It asks for exactly these names, each once. */
 	assert_int_equal(nasked, (int)NVARS);
@@ -141,7 +144,7 @@ static void test_env_bad_values(void **state)
 	static const char *bad[] = {
 		"0", "0.5", "1.5", "soon", "-1s", "1e9", "nan", "ENOPE", "maybe",
 		"fibonacci", "half", "1s,,2s", "0.5", "1.5", "-1", "2", "soon",
-		"sometimes", "-1s", "loud", "", "-3", "2",
+		"sometimes", "-1s", "loud", "", "-3", "2", "relative/path",
 	};
 	_Static_assert(sizeof bad / sizeof bad[0] == NVARS, "one bad value per variable");
 	const struct bs_config def = defaults();

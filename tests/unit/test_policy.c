@@ -260,6 +260,27 @@ static void test_extremes(void **state)
 }
 
 /* An attempt may run for max(its own wait, min_connect_timeout). */
+/* The bound on any wait taken from a shared table: at least every wait the
+ * policy can draw. */
+static void test_longest_wait(void **state)
+{
+	(void)state;
+	struct bs_policy p = DEFAULTS;
+	uint64_t longest = bs_policy_longest_wait(&p);
+	assert_true(longest >= 144 * SEC && longest <= 144 * SEC + 2 * MS);
+	for (uint32_t n = 1; n <= 40; n++)
+		for (double u = 0; u < 1; u += 0.125)
+			assert_true(bs_policy_wait(&p, n, 0, u) <= longest);
+	p.max_backoff = 2 * MS; /* below the floor: the floor bounds */
+	assert_true(bs_policy_longest_wait(&p) >= BS_RETRY_FLOOR);
+	p = DEFAULTS;
+	p.kind = BS_POLICY_LIST;
+	p.ndelays = 2;
+	p.delays[0] = 1 * SEC;
+	p.delays[1] = 300 * SEC;
+	assert_true(bs_policy_longest_wait(&p) >= 300 * SEC);
+}
+
 static void test_attempt_timeout(void **state)
 {
 	(void)state;
@@ -322,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_jitter_after_cap),
 		cmocka_unit_test(test_seeded_simulation),
 		cmocka_unit_test(test_extremes),
+		cmocka_unit_test(test_longest_wait),
 		cmocka_unit_test(test_attempt_timeout),
 		cmocka_unit_test(test_unit_range),
 	};

@@ -142,6 +142,40 @@ static void test_fail_from_seen(void **state)
 	free(t);
 }
 
+/* The operator's view (address per slot) and reset. */
+static void test_addr_and_reset(void **state)
+{
+	(void)state;
+	struct bs_table *t = new_table();
+	struct bs_entry *e = bs_table_claim(t, 9, NOW, IDLE);
+	assert_non_null(e);
+	unsigned char addr[16] = {2, 0, 0x15, 0x38, 127, 0, 0, 1};
+	unsigned char got[BS_TABLE_ADDR_MAX];
+	size_t i = slot_of(t, e);
+	assert_int_equal(bs_table_get_addr(t, (unsigned)i, got), 0);
+	bs_table_set_addr(t, e, addr, sizeof addr);
+	assert_int_equal(bs_table_get_addr(t, (unsigned)i, got), sizeof addr);
+	assert_memory_equal(got, addr, sizeof addr);
+	bs_table_set_addr(t, e, addr, BS_TABLE_ADDR_MAX + 1); /* too long: ignored */
+	assert_int_equal(bs_table_get_addr(t, (unsigned)i, got), sizeof addr);
+	assert_int_equal(bs_table_get_addr(t, BS_TABLE_SLOTS, got), 0);
+	/* garbage in the length word reads as no address */
+	atomic_store(&t->addrs[i][BS_TABLE_ADDR_WORDS - 1], ~0ull);
+	assert_int_equal(bs_table_get_addr(t, (unsigned)i, got), 0);
+
+	uint64_t s = atomic_load(&e->state);
+	assert_int_equal(bs_entry_fail(e, s, NOW, NOW + 5 * SEC, 3, 111, NOW), 1);
+	bs_probe_take(e, 0, bs_probe_make(NOW + SEC, 7));
+	atomic_store(&e->attempt_at, NOW);
+	uint32_t seq = atomic_load(&e->seq);
+	assert_int_equal(bs_entry_reset(e), seq + 1);
+	assert_int_equal(atomic_load(&e->state), 0);
+	assert_int_equal(atomic_load(&e->probe), 0);
+	assert_int_equal(atomic_load(&e->attempt_at), 0);
+	assert_int_equal(atomic_load(&e->resets), 1);
+	free(t);
+}
+
 static void test_probe(void **state)
 {
 	(void)state;
@@ -279,9 +313,10 @@ static void test_million_keys(void **state)
 	}
 	assert_int_equal(nulls, 0);
 	assert_int_equal(bad, 0);
-	/* the keys, the entries, the reach of each group and a header line:
-	 * nothing grows with use */
-	assert_true(sizeof *t <= BS_TABLE_SLOTS * (sizeof(uint64_t) + sizeof(struct bs_entry)) +
+	/* the keys, the entries, their addresses, the reach of each group and
+	 * a header line: nothing grows with use */
+	assert_true(sizeof *t <= BS_TABLE_SLOTS * (sizeof(uint64_t) + sizeof(struct bs_entry) +
+						   BS_TABLE_ADDR_WORDS * sizeof(uint64_t)) +
 					 BS_TABLE_GROUPS * sizeof(uint16_t) + 64);
 	/* the most recent keys are still there */
 	assert_non_null(bs_table_find(t, 1000000));
@@ -319,6 +354,7 @@ int main(void)
 		cmocka_unit_test(test_fail_from_seen),
 		cmocka_unit_test(test_one_step_per_outcome),
 		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_addr_and_reset),
 		cmocka_unit_test(test_reclaim),
 		cmocka_unit_test(test_million_keys),
 		cmocka_unit_test(test_capacity),

@@ -1,0 +1,295 @@
+"""One schedule per destination for the whole host (issue 10): processes that
+map one shared table send about as many SYNs as one process, a restart loop
+is paced, a newcomer joins the schedule, a killed prober does not stall the
+others, the operator sees and resets the state, and every unusable table
+file falls back to a private table with one line. SYNs are counted on the
+wire; each case is also run with `shared = off` or without the shim."""
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+from lib import (BUILD, LineReader, Server, SynSniffer, TestSkip, base_env, check, finish,
+                 free_port, new_table, prog, run, shim_env, spawn)
+
+CLI = os.path.join(BUILD, "backoffshim")
+QUICK = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s",
+             BACKOFFSHIM_LOG="off")
+
+
+def _syns_of(n_procs, env, port, seconds):
+    """n_procs legacy clients started at once against a dead port, each
+    with a budget of `seconds`: the SYNs seen."""
+    env = dict(env, BACKOFFSHIM_MAX_ELAPSED="%gs" % seconds)
+    with SynSniffer(port) as sn:
+        ps = [spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
+              for _ in range(n_procs)]
+        for p in ps:
+            finish(p, seconds + 10)
+        time.sleep(0.05)  # the last SYN's capture
+        return len(sn.times)
+
+
+def test_sixteen_processes_send_about_what_one_sends():
+    port = free_port()
+    one = _syns_of(1, shim_env(**QUICK), port, 3)
+    many = _syns_of(16, shim_env(**QUICK), port, 3)
+    private = _syns_of(16, shim_env(BACKOFFSHIM_SHARED="off", **QUICK), port, 3)
+    check(one >= 4, "one process sent %d SYNs in 3 s" % one)
+    check(many <= 1.5 * one, "16 processes sent %d SYNs, one sends %d" % (many, one))
+    check(private >= 8 * one, "with shared = off 16 processes sent only %d (one: %d)"
+          % (private, one))
+
+
+def test_a_restart_loop_is_paced_to_one_attempt_per_initial_backoff():
+    """`nc -z` restarted at once for 3 s, each run with max_attempts = 1."""
+    port = free_port()
+    env = shim_env(BACKOFFSHIM_MAX_ATTEMPTS="1", **QUICK)
+    runs = 0
+    with SynSniffer(port) as sn:
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            subprocess.run(["nc", "-z", "127.0.0.1", str(port)], env=env, timeout=10,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            runs += 1
+        time.sleep(0.05)
+        syns = len(sn.times)
+        gaps = sn.gaps()
+    check(syns <= 3 / 0.2 + 2, "%d SYNs from %d runs in 3 s" % (syns, runs))
+    short = [g for g in gaps if g < 0.2 * 0.8 - 0.03]
+    check(not short, "attempts closer than initial_backoff: %r" % short)
+
+
+def _status(table):
+    p = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
+                       text=True, timeout=10)
+    check(p.returncode == 0, "status: %r" % (p,))
+    return json.loads(p.stdout)
+
+
+def _wait_status(table, pred, timeout):
+    end = time.monotonic() + timeout
+    rows = []
+    while time.monotonic() < end:
+        rows = _status(table)
+        if rows and pred(rows[0]):
+            return rows[0]
+        time.sleep(0.05)
+    raise AssertionError("status never matched: %r" % rows)
+
+
+def test_a_newcomer_after_the_server_returns_connects_at_once_and_frees_the_waiter():
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="300ms",
+                   BACKOFFSHIM_MAX_BACKOFF="5s", BACKOFFSHIM_JITTER="0")
+    waiter = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
+    try:
+        row = _wait_status(table, lambda r: r["next_attempt_in"] >= 1.5, 15)
+    except AssertionError as e:
+        waiter.kill()
+        raise
+    with Server(port).start():
+        t0 = time.monotonic()
+        rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], env)
+        newcomer = time.monotonic() - t0
+        rc_w, out_w, err_w = finish(waiter, 5)
+        waited = time.monotonic() - t0
+    check(rc == 0 and "hello" in out, "newcomer: rc=%d %r %r" % (rc, out, err[-300:]))
+    check(newcomer <= 0.3 + 0.15, "the newcomer took %.2fs (next attempt was %.1fs away)"
+          % (newcomer, row["next_attempt_in"]))
+    check(rc_w == 0 and "hello" in out_w, "waiter: rc=%d %r" % (rc_w, err_w[-300:]))
+    check(waited <= newcomer + 0.3, "the old waiter connected %.2fs after the newcomer's start"
+          % waited)
+
+
+PARKED = r"""
+import select, socket, sys, time
+port = int(sys.argv[1])
+s = socket.socket(); s.setblocking(False)
+s.connect_ex(('127.0.0.1', port))
+ep = select.epoll(); ep.register(s, select.EPOLLOUT)
+if not ep.poll(0.3):
+    print('parked', flush=True)
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    ev = ep.poll(1)
+    if ev:
+        print('event', ev[0][1], s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), flush=True)
+        break
+"""
+
+
+def test_reset_puts_blocking_and_parked_waiters_on_the_wire_within_250ms():
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="1s",
+                   BACKOFFSHIM_MAX_BACKOFF="20s", BACKOFFSHIM_JITTER="0",
+                   BACKOFFSHIM_NONBLOCKING="defer", BACKOFFSHIM_MAX_ELAPSED="60s")
+    blocking = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
+    parked = spawn([sys.executable, "-c", PARKED, str(port)], env)
+    lines = LineReader(parked)
+    try:
+        check(lines.wait_for(lambda l: l == "parked", 10), "the socket was never parked")
+        _wait_status(table, lambda r: r["failures"] >= 3 and r["waiting_threads"] >= 1, 15)
+        with SynSniffer(port) as sn:
+            before = len(sn.times)
+            p = subprocess.run([CLI, "reset", "--table", table, "127.0.0.1:%d" % port],
+                               capture_output=True, text=True, timeout=10)
+            t_reset = time.monotonic()
+            check(p.returncode == 0 and "reset 127.0.0.1:%d" % port in p.stdout, "reset: %r" % (p,))
+            sn.wait_for(before + 2, 1)
+            after = [t - t_reset for t in sn.times[before:]]
+        check(len(after) >= 2 and after[1] <= 0.25,
+              "SYNs after the reset came at %r s (want two within 0.25 s)" % after)
+    finally:
+        blocking.kill()
+        parked.kill()
+    _, _, err = finish(blocking, 5)
+    check("backoff reset by the operator" in err, "the blocking waiter did not say why: %r"
+          % err[-300:])
+
+
+PROM_PARSE = r"""
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+print(json.dumps([[s.name, s.labels, s.value] for f in
+                  text_string_to_metric_families(sys.stdin.read()) for s in f.samples]))
+"""
+
+
+def test_status_text_json_and_prometheus():
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ATTEMPTS="3", **QUICK)
+    rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], env)
+    check(rc == 1, "client: rc=%d" % rc)
+    rows = _status(table)
+    check(len(rows) == 1 and rows[0]["destination"] == "127.0.0.1:%d" % port and
+          rows[0]["failures"] == 3 and rows[0]["last_error"] == "ECONNREFUSED" and
+          rows[0]["give_ups"] == 1 and rows[0]["attempts"] == 3, "json: %r" % rows)
+    p = subprocess.run([CLI, "status", "--table", table], capture_output=True, text=True)
+    check(p.returncode == 0 and "127.0.0.1:%d" % port in p.stdout, "text: %r" % (p,))
+    p = subprocess.run([CLI, "status", "--prometheus", "--table", table], capture_output=True,
+                       text=True)
+    check(p.returncode == 0, "prometheus: %r" % (p,))
+    parsed = subprocess.run(["/usr/bin/python3", "-c", PROM_PARSE], input=p.stdout,
+                            capture_output=True, text=True, timeout=30)
+    if "No module named" in parsed.stderr:
+        raise TestSkip("python3-prometheus-client is not installed")
+    check(parsed.returncode == 0, "the parser refused it: %r %r" % (parsed.stderr, p.stdout))
+    samples = json.loads(parsed.stdout)
+    want = ["backoffshim_failures_total", {"destination": "127.0.0.1:%d" % port}, 3.0]
+    check(want in samples, "parsed: %r" % samples)
+    check(len({s[0] for s in samples}) == 8, "8 metrics: %r" % samples)
+    run([CLI, "reset", "--all", "--table", table], base_env())
+    p = subprocess.run([CLI, "status", "--table", table], capture_output=True, text=True)
+    check(p.stdout.strip() == "no destination is backing off", "after reset: %r" % p.stdout)
+
+
+# ---- tables the shim must not use ----
+
+def _fallback(table_path, prepare, expect_reason):
+    """With an unusable table at table_path, a client against a live server
+    behaves as without the shim, and one line names the file."""
+    port = free_port()
+    prepare(table_path)
+    env = shim_env(BACKOFFSHIM_SHARED=table_path)
+    with Server(port).start():
+        plain = run([prog("legacy_client"), "127.0.0.1", str(port)], base_env())
+        got = run([prog("legacy_client"), "127.0.0.1", str(port)], env)
+    check(got[0] == plain[0] and got[1] == plain[1], "with %s: %r, without: %r"
+          % (expect_reason, got, plain))
+    lines = [l for l in got[2].splitlines() if table_path in l]
+    check(len(lines) == 1 and expect_reason in lines[0] and "private table" in lines[0],
+          "want one line naming %s (%s): %r" % (table_path, expect_reason, got[2]))
+
+
+def _write(content, mode=0o600):
+    def prepare(path):
+        with open(path, "wb") as f:
+            f.write(content)
+        os.chmod(path, mode)
+    return prepare
+
+
+def test_unusable_table_files_fall_back_to_a_private_table():
+    good = new_table()
+    run([prog("legacy_client"), "127.0.0.1", "1"],
+        shim_env(BACKOFFSHIM_SHARED=good, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    with open(good, "rb") as f:
+        image = f.read()
+    check(len(image) > 4096 and image[:8] != b"\0" * 8, "no table was made at %s" % good)
+    other_layout = bytearray(image)
+    other_layout[8] = 99
+    corrupt = bytearray(image)
+    corrupt[0:8] = b"garbage!"
+
+    def symlink(path):
+        os.symlink(good, path)
+    cases = [
+        (symlink, "symbolic link"),
+        (_write(image[:5000]), "wrong size"),
+        (_write(bytes(corrupt)), "bad header"),
+        (_write(bytes(other_layout)), "another layout"),
+        (_write(image, 0o666), "writable by other users"),
+        (lambda p: None, "cannot create"),  # (its directory does not exist)
+    ]
+    for prepare, reason in cases:
+        path = new_table() if reason != "cannot create" else "/nonexistent-dir/table"
+        _fallback(path, prepare, reason)
+
+
+FULL_SHM = r"""
+set -e
+mount -t tmpfs -o %s tmpfs /dev/shm
+exec "$@"
+"""
+
+
+def _in_private_shm(opts, cmd, env):
+    """cmd in a mount namespace whose /dev/shm is a small (or read-only)
+    tmpfs."""
+    script = FULL_SHM % opts
+    return run(["unshare", "-m", "sh", "-c", script, "sh"] + cmd, env)
+
+
+def test_full_or_read_only_dev_shm_falls_back_with_one_line():
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        raise TestSkip("no mount namespace here")
+    port = free_port()
+    env = shim_env(BACKOFFSHIM_SHARED="user")
+    cmd = [prog("legacy_client"), "127.0.0.1", str(port)]
+    with Server(port).start():
+        plain = run(cmd, base_env())
+        for opts, reason in (("size=64k", "no room"), ("size=1m,ro", "cannot create")):
+            rc, out, err = _in_private_shm(opts, cmd, env)
+            check((rc, out) == plain[:2], "%s: %r, without the shim %r" % (reason, (rc, out, err), plain))
+            lines = [l for l in err.splitlines() if "/dev/shm/backoffshim-v" in l]
+            check(len(lines) == 1 and reason in lines[0], "%s: %r" % (reason, err))
+
+
+MAPS = r"""
+import os, socket, sys
+s = socket.socket(); s.connect_ex(('127.0.0.1', 1))
+# (the process that made the table maps it under its O_TMPFILE name)
+inodes = set(l.split()[4] for l in open('/proc/self/maps') if sys.argv[1] in l)
+print(' '.join(sorted(inodes)))
+"""
+
+
+def test_processes_starting_at_once_agree_on_one_table():
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ATTEMPTS="1")
+    ps = [spawn([sys.executable, "-c", MAPS, os.path.dirname(table)], env) for _ in range(8)]
+    seen, errs = set(), []
+    for p in ps:
+        rc, out, err = finish(p, 20)
+        seen.add(out.strip())
+        errs.append(err)
+    check(len(seen) == 1 and list(seen)[0], "the processes mapped %r: %r" % (seen, errs))
+    leftovers = [f for f in os.listdir(os.path.dirname(table))
+                 if f.startswith(os.path.basename(table)) and f != os.path.basename(table)]
+    check(not leftovers, "files left next to the table: %r" % leftovers)
