@@ -191,12 +191,12 @@ def test_status_text_json_and_prometheus():
 
 # ---- tables the shim must not use ----
 
-def _fallback(table_path, prepare, expect_reason):
+def _fallback(table_path, prepare, expect_reason, shared=None):
     """With an unusable table at table_path, a client against a live server
     behaves as without the shim, and one line names the file."""
     port = free_port()
     prepare(table_path)
-    env = shim_env(BACKOFFSHIM_SHARED=table_path)
+    env = shim_env(BACKOFFSHIM_SHARED=shared or table_path)
     with Server(port).start():
         plain = run([prog("legacy_client"), "127.0.0.1", str(port)], base_env())
         got = run([prog("legacy_client"), "127.0.0.1", str(port)], env)
@@ -293,3 +293,96 @@ def test_processes_starting_at_once_agree_on_one_table():
     leftovers = [f for f in os.listdir(os.path.dirname(table))
                  if f.startswith(os.path.basename(table)) and f != os.path.basename(table)]
     check(not leftovers, "files left next to the table: %r" % leftovers)
+
+
+def test_a_prober_killed_mid_attempt_is_taken_over_within_a_second():
+    """Process A holds the destination's attempt slot in a long attempt (a
+    listener whose accept queue is full drops its SYN); B waits on it. A is
+    killed with SIGKILL: B's attempt is on the wire within 1 s, not at A's
+    attempt deadline (10 s)."""
+    import socket
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="200ms",
+                   BACKOFFSHIM_MAX_BACKOFF="1s", BACKOFFSHIM_JITTER="0",
+                   BACKOFFSHIM_MIN_CONNECT_TIMEOUT="10s", BACKOFFSHIM_MAX_ELAPSED="30s")
+    rc, _, err = run([prog("legacy_client"), "127.0.0.1", str(port)],
+                     dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    check(rc == 1, "priming: %r" % err)
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", port))
+    lst.listen(0)
+    filler = socket.create_connection(("127.0.0.1", port))  # the queue is full now
+    a = b = None
+    try:
+        with SynSniffer(port) as sn:
+            a = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
+            check(sn.wait_for(1, 5) >= 1, "A never attempted")
+            b = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
+            time.sleep(0.8)  # B waits on A's attempt
+            seen = len(sn.times)
+            check(seen == 1, "B did not wait for A's attempt: %d SYNs" % seen)
+            a.kill()
+            a.wait()
+            t_kill = time.monotonic()
+            sn.wait_for(seen + 1, 3)
+            after = [t - t_kill for t in sn.times[seen:] if t > t_kill]
+        check(after and after[0] <= 1.0, "B attempted %r s after A was killed" % after)
+    finally:
+        for p in (a, b):
+            if p:
+                p.kill()
+                p.wait()
+        filler.close()
+        lst.close()
+
+
+def test_garbage_in_the_table_cannot_crash_or_stall_a_process():
+    """Another process with write access fills the table (all but its
+    header) with random bytes: clients and `status` still finish within
+    their own budgets, with the exit status they have without the shim."""
+    import random
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ELAPSED="2s", **QUICK)
+    run([prog("legacy_client"), "127.0.0.1", str(port)], dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    size = os.path.getsize(table)
+    rnd = random.Random(4)
+    with open(table, "r+b") as f:
+        f.seek(4096)
+        f.write(rnd.randbytes(size - 4096))
+    plain = run([prog("legacy_client"), "127.0.0.1", str(port)], base_env())
+    for _ in range(3):
+        t0 = time.monotonic()
+        got = run([prog("legacy_client"), "127.0.0.1", str(port)], env, timeout=30)
+        took = time.monotonic() - t0
+        check(got[0] == plain[0], "rc %d, without the shim %d: %r" % (got[0], plain[0], got[2]))
+        check(took < 2 + 1.5, "the client took %.1fs with a 2 s budget" % took)
+    p = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
+                       text=True, timeout=30)
+    check(p.returncode == 0 and isinstance(json.loads(p.stdout), list), "status: %r" % (p,))
+
+
+def test_a_table_of_another_user_is_never_used():
+    """The per-user table's name, made by another user first: refused (as
+    are symlinks, checked above), with one line."""
+    path = "/dev/shm/backoffshim-v1-u%d-n%d" % (os.geteuid(), os.stat("/proc/self/ns/net").st_ino)
+    good = new_table()
+    run([prog("legacy_client"), "127.0.0.1", "1"],
+        shim_env(BACKOFFSHIM_SHARED=good, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+
+    def foreign(p):
+        with open(good, "rb") as src, open(p, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(p, 0o600)
+        try:
+            os.chown(p, 65534, 65534)
+        except OSError:
+            os.unlink(p)
+            raise TestSkip("cannot give a file to another user here")
+    try:
+        _fallback(path, foreign, "owned by another user", shared="user")
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
