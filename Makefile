@@ -35,7 +35,7 @@ BENCH_BIN  := $(BUILD)/bench/connect_bench
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all deps test-deps check cross-check unit integration demo bench install clean FORCE
+.PHONY: all deps test-deps check cross-check unit integration demo bench herd install clean FORCE
 all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
@@ -135,6 +135,11 @@ demo: $(SO) $(BUILD)/progs/legacy_client
 
 bench: $(SO) $(BENCH_BIN)
 	@$(BENCH_BIN) $(SO)
+
+# The herd experiment (issue 10): 100 clients, three cases, build/herd.png.
+herd: $(SO) $(BUILD)/progs/herdclient
+	@scripts/install-deps --check herd >/dev/null 2>&1 || scripts/install-deps herd
+	@python3 tests/herd/herd.py
 
 install: $(SO) $(CLI)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/backoffshim
