@@ -301,7 +301,7 @@ static uint64_t bounded_next(struct call *c, uint64_t s, uint64_t now)
 		c->anchor_state = s;
 		c->anchor_at = now;
 	}
-	return min64(bs_state_next_at(s), c->anchor_at + bs_policy_longest_wait(&c->cfg->policy));
+	return bs_shared_due(c->cfg, s, c->anchor_at);
 }
 
 /* A process that joins a destination other processes are backing off

@@ -16,6 +16,7 @@
 #include "park.h"
 #include "policy.h"
 #include "real.h"
+#include "shared.h"
 #include "shim.h"
 #include "sock.h"
 
@@ -34,19 +35,24 @@ int bs_nb_last_err(uint64_t key)
  * (`in_readiness`: poll and the like fail with EINTR whatever SA_RESTART
  * says); connect() and sendto() go on. Returns BS_STOP_NONE when due, else
  * why not (also in b). */
-static enum bs_stop wait_due(uint64_t key, struct bs_budget *b, int in_readiness)
+static enum bs_stop wait_due(const struct bs_config *cfg, uint64_t key, struct bs_budget *b,
+			     int in_readiness)
 {
+	uint64_t seen = 0, seen_at = 0; /* a state word, and when first seen */
 	for (int i = 0; i < 100000; i++) {
 		struct bs_entry *e = bs_table_find(bs_tab(), key);
 		if (!e)
 			return 0;
 		uint32_t seq = atomic_load(&e->seq);
 		uint64_t s = atomic_load(&e->state), now = bs_now();
-		if (bs_state_may_attempt(s) || now >= bs_state_next_at(s))
+		if (s != seen || !seen_at)
+			seen = s, seen_at = now;
+		uint64_t due = bs_shared_due(cfg, s, seen_at);
+		if (bs_state_may_attempt(s) || now >= due)
 			return BS_STOP_NONE;
-		if (bs_budget_check_next(b, bs_state_next_at(s)) != BS_STOP_NONE)
+		if (bs_budget_check_next(b, due) != BS_STOP_NONE)
 			return b->stop;
-		if (bs_wait((const uint32_t *)&e->seq, seq, bs_state_next_at(s)) == EINTR &&
+		if (bs_wait((const uint32_t *)&e->seq, seq, due) == EINTR &&
 		    in_readiness)
 			return bs_budget_stop(b, BS_STOP_SIGNAL);
 	}
@@ -64,7 +70,7 @@ static struct bs_budget wait_budget(const struct bs_config *cfg, uint64_t now)
 int bs_nb_wait_due(const struct bs_config *cfg, const struct bs_dest *d, uint64_t now)
 {
 	struct bs_budget b = wait_budget(cfg, now);
-	if (wait_due(d->key, &b, 0) == BS_STOP_NONE)
+	if (wait_due(cfg, d->key, &b, 0) == BS_STOP_NONE)
 		return 0;
 	int err = bs_nb_last_err(d->key), saved = errno;
 	bs_outcome_give_up(d, &b, err);
@@ -173,7 +179,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	if (!e) /* untracked: the table is full */
 		return bs_budget_stop(b, BS_STOP_TABLE_FULL), 0;
-	if (wait_due(d->key, b, 1) != BS_STOP_NONE)
+	if (wait_due(cfg, d->key, b, 1) != BS_STOP_NONE)
 		return 0;
 	uint64_t a0 = bs_now(), s = atomic_load(&e->state);
 	uint64_t delay = bs_next_wait(cfg, e, s);

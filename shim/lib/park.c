@@ -6,6 +6,7 @@
 #include "log.h"
 #include "policy.h"
 #include "real.h"
+#include "shared.h"
 #include "sock.h"
 
 #include <errno.h>
@@ -50,7 +51,8 @@ static int budget_ends(const struct bs_config *cfg, struct bs_fdslot *s, uint64_
 	if (bs_budget_check(b, now) != BS_STOP_NONE)
 		return 1;
 	return !bs_state_may_attempt(state) &&
-	       bs_budget_check_next(b, bs_state_next_at(state)) != BS_STOP_NONE;
+	       bs_budget_check_next(b, bs_shared_due(cfg, state, atomic_load(&s->since))) !=
+		       BS_STOP_NONE;
 }
 
 /* defer parks; so does retry, wherever it may not wait */
@@ -182,7 +184,7 @@ static int may_go(const struct bs_config *cfg, struct bs_entry *e, struct bs_fds
 {
 	if (bs_state_may_attempt(state))
 		return 1;
-	if (now < bs_state_next_at(state))
+	if (now < bs_shared_due(cfg, state, atomic_load(&s->since)))
 		return 0;
 	uint64_t p = atomic_load(&e->probe);
 	if (p && bs_probe_stale_at(p) > now)
@@ -274,7 +276,7 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 		reconnect(cfg, fd, s, now);
 		return bs_fd_state(bs_fds(), fd);
 	}
-	uint64_t due = bs_state_next_at(state);
+	uint64_t due = bs_shared_due(cfg, state, atomic_load(&s->since));
 	if (next && due > now && due < *next)
 		*next = due;
 	return BS_FD_PARKED;

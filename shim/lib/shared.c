@@ -3,6 +3,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "policy.h"
 #include "shtab.h"
 
 #include <errno.h>
@@ -176,6 +177,13 @@ struct bs_table *bs_shared_map(const struct bs_config *cfg, struct bs_table *pri
 	g_shared = (struct bs_table *)(void *)((char *)m + BS_SHTAB_OFFSET);
 	bs_futex_shared();
 	return g_shared;
+}
+
+uint64_t bs_shared_due(const struct bs_config *cfg, uint64_t state, uint64_t since)
+{
+	uint64_t next = bs_state_next_at(state);
+	uint64_t bound = since + bs_policy_longest_wait(&cfg->policy);
+	return next < bound ? next : bound;
 }
 
 /* ---- what this process knows ---- */
