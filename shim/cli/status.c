@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <linux/futex.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,7 +27,8 @@ static const char status_usage[] =
 	"\n"
 	"Shows every destination of the shared table that is failing or on\n"
 	"probation: its address, consecutive failures, last error, time until its\n"
-	"next attempt, threads waiting now, the age of its last attempt, and the\n"
+	"next attempt, threads and processes waiting now in a blocking connect, the\n"
+	"age of its last attempt, and the\n"
 	"counters kept since the entry was made (attempts, failures, waits, time\n"
 	"waited, give-ups).\n"
 	"\n"
@@ -201,7 +203,7 @@ static struct bs_table *map_table(const struct opts *o, int writable, int *absen
 /* One destination's row, read once from the (untrusted) mapping. */
 struct row {
 	char dest[128];
-	uint32_t failures, waiting, attempts, fails, waits, giveups;
+	uint32_t failures, waiting, procs, attempts, fails, waits, giveups;
 	int probation, last_err;
 	double next_in, last_age, waited;
 };
@@ -209,6 +211,22 @@ struct row {
 static int key_is_valid(uint64_t k)
 {
 	return k && !(k & (BS_TABLE_RES | BS_TABLE_DEAD));
+}
+
+/* The live processes listed as waiting on slot i (pids as this process's
+ * pid namespace sees them). */
+static uint32_t waiting_processes(const struct bs_table *t, unsigned i)
+{
+	uint32_t seen[BS_TABLE_WAITER_PIDS], n = 0;
+	for (unsigned k = 0; k < BS_TABLE_WAITER_PIDS; k++) {
+		uint32_t pid = atomic_load(&((struct bs_table *)(uintptr_t)t)->waiter_pids[i][k]);
+		int dup = 0;
+		for (uint32_t j = 0; j < n; j++)
+			dup |= seen[j] == pid;
+		if (pid && pid < 1u << 22 && !dup && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+			seen[n++] = pid;
+	}
+	return n;
 }
 
 /* Slot i as a row, if it is failing or on probation and its address is
@@ -233,6 +251,7 @@ static int read_row(const struct bs_table *t, unsigned i, uint64_t now, struct r
 	r->next_in = r->probation || next <= now ? 0 : (double)(next - now) / 1e9;
 	r->last_age = at && at <= now ? (double)(now - at) / 1e9 : -1;
 	r->waiting = atomic_load(&e->waiting);
+	r->procs = waiting_processes(t, i);
 	r->attempts = atomic_load(&e->n_attempts);
 	r->fails = atomic_load(&e->n_failures);
 	r->waits = atomic_load(&e->n_waited);
@@ -253,9 +272,9 @@ static void print_text(const struct row *r, unsigned n)
 		puts("no destination is backing off");
 		return;
 	}
-	printf("%-28s %8s %-13s %10s %7s %10s %8s %8s %6s %9s %7s\n", "DESTINATION", "FAILURES",
-	       "LAST ERROR", "NEXT IN", "WAITING", "LAST TRY", "ATTEMPTS", "FAILED", "WAITS",
-	       "WAITED", "GAVE UP");
+	printf("%-28s %8s %-13s %10s %7s %5s %10s %8s %8s %6s %9s %7s\n", "DESTINATION",
+	       "FAILURES", "LAST ERROR", "NEXT IN", "THREADS", "PROCS", "LAST TRY", "ATTEMPTS",
+	       "FAILED", "WAITS", "WAITED", "GAVE UP");
 	for (unsigned i = 0; i < n; i++) {
 		char next[32], age[32];
 		if (r[i].probation)
@@ -266,8 +285,8 @@ static void print_text(const struct row *r, unsigned n)
 			snprintf(age, sizeof age, "-");
 		else
 			snprintf(age, sizeof age, "%.1fs ago", r[i].last_age);
-		printf("%-28s %8u %-13s %10s %7u %10s %8u %8u %6u %8.1fs %7u\n", r[i].dest,
-		       r[i].failures, err_name(r[i].last_err), next, r[i].waiting, age,
+		printf("%-28s %8u %-13s %10s %7u %5u %10s %8u %8u %6u %8.1fs %7u\n", r[i].dest,
+		       r[i].failures, err_name(r[i].last_err), next, r[i].waiting, r[i].procs, age,
 		       r[i].attempts, r[i].fails, r[i].waits, r[i].waited, r[i].giveups);
 	}
 }
@@ -281,10 +300,11 @@ static void print_json(const struct row *r, unsigned n)
 			snprintf(age, sizeof age, "%.3f", r[i].last_age);
 		printf("%s\n  {\"destination\": \"%s\", \"failures\": %u, \"probation\": %s, "
 		       "\"last_error\": \"%s\", \"next_attempt_in\": %.3f, \"waiting_threads\": %u, "
-		       "\"last_attempt_age\": %s, \"attempts\": %u, \"failed_attempts\": %u, "
+		       "\"waiting_processes\": %u, \"last_attempt_age\": %s, \"attempts\": %u, \"failed_attempts\": %u, "
 		       "\"waits\": %u, \"seconds_waited\": %.3f, \"give_ups\": %u}",
 		       i ? "," : "", r[i].dest, r[i].failures, r[i].probation ? "true" : "false",
-		       err_name(r[i].last_err), r[i].next_in, r[i].waiting, age, r[i].attempts,
+		       err_name(r[i].last_err), r[i].next_in, r[i].waiting, r[i].procs, age,
+		       r[i].attempts,
 		       r[i].fails, r[i].waits, r[i].waited, r[i].giveups);
 	}
 	puts(n ? "\n]" : "]");
@@ -313,6 +333,8 @@ static void print_prometheus(const struct row *r, unsigned n)
 	       offsetof(struct row, next_in), 1);
 	metric("waiting_threads", "gauge", "Threads waiting in a blocking connect now.", r, n,
 	       offsetof(struct row, waiting), 0);
+	metric("waiting_processes", "gauge", "Processes with a thread waiting now.", r, n,
+	       offsetof(struct row, procs), 0);
 	metric("attempts_total", "counter", "Attempts whose outcome was recorded.", r, n,
 	       offsetof(struct row, attempts), 0);
 	metric("failures_total", "counter", "Failed attempts.", r, n,

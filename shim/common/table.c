@@ -374,3 +374,23 @@ uint32_t bs_table_get_addr(const struct bs_table *t, unsigned i, void *buf)
 	memcpy(buf, w, BS_TABLE_ADDR_MAX);
 	return len;
 }
+
+void bs_table_waiter_add(struct bs_table *t, const struct bs_entry *e, uint32_t pid)
+{
+	size_t i = (size_t)(e - t->entries);
+	for (unsigned k = 0; i < BS_TABLE_SLOTS && k < BS_TABLE_WAITER_PIDS; k++) {
+		uint32_t free_cell = 0;
+		if (atomic_compare_exchange_strong(&t->waiter_pids[i][k], &free_cell, pid))
+			return;
+	}
+}
+
+void bs_table_waiter_remove(struct bs_table *t, const struct bs_entry *e, uint32_t pid)
+{
+	size_t i = (size_t)(e - t->entries);
+	for (unsigned k = 0; i < BS_TABLE_SLOTS && k < BS_TABLE_WAITER_PIDS; k++) {
+		uint32_t mine = pid;
+		if (atomic_compare_exchange_strong(&t->waiter_pids[i][k], &mine, 0))
+			return;
+	}
+}

@@ -75,6 +75,7 @@
 
 #define BS_TABLE_ADDR_MAX 28 /* sockaddr_in6 */
 #define BS_TABLE_ADDR_WORDS 4
+#define BS_TABLE_WAITER_PIDS 8
 
 /* key word markers (see above) */
 #define BS_TABLE_RES (1ull << 63)
@@ -127,6 +128,10 @@ struct bs_table {
 	/* each entry's address, for the operator (backoffshim status): the
 	 * sockaddr's first BS_TABLE_ADDR_MAX bytes, then its length */
 	_Alignas(64) _Atomic uint64_t addrs[BS_TABLE_SLOTS][BS_TABLE_ADDR_WORDS];
+	/* the pids of processes with a thread waiting on each entry (0: a
+	 * free cell), for the operator; a process that finds no free cell is
+	 * not listed */
+	_Alignas(64) _Atomic uint32_t waiter_pids[BS_TABLE_SLOTS][BS_TABLE_WAITER_PIDS];
 };
 
 /* Find key; NULL if it has no entry (the destination is healthy). Until a
@@ -184,6 +189,11 @@ void bs_table_set_addr(struct bs_table *t, const struct bs_entry *e, const void 
 /* The address recorded for slot i into buf (BS_TABLE_ADDR_MAX bytes);
  * returns its length (0: none, or garbage). */
 uint32_t bs_table_get_addr(const struct bs_table *t, unsigned i, void *buf);
+
+/* List pid among the processes waiting on e, or take it off (its last
+ * waiting thread is done). */
+void bs_table_waiter_add(struct bs_table *t, const struct bs_entry *e, uint32_t pid);
+void bs_table_waiter_remove(struct bs_table *t, const struct bs_entry *e, uint32_t pid);
 
 /* An operator's reset (backoffshim reset): healthy, no probe, no recent
  * attempt, `resets` bumped so that woken waiters can say why. Returns the

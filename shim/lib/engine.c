@@ -119,7 +119,9 @@ static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 	if (bs_shared_on())
 		until = min64(until, t0 + SHARED_RECHECK);
 	atomic_fetch_add(&c->e->waiting, 1);
+	bs_shared_wait_begins(c->e);
 	int r = bs_wait((const uint32_t *)&c->e->seq, seq, until);
+	bs_shared_wait_ends(c->e);
 	atomic_fetch_sub(&c->e->waiting, 1);
 	atomic_fetch_add(&c->e->n_waited, 1);
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));

@@ -208,6 +208,23 @@ void bs_shared_mark_known(const struct bs_entry *e)
 		atomic_fetch_or(&g_known[i / 64], 1ull << (i % 64));
 }
 
+/* threads of this process waiting on each slot */
+static _Atomic uint16_t g_waiting[BS_TABLE_SLOTS];
+
+void bs_shared_wait_begins(const struct bs_entry *e)
+{
+	size_t i = slot_of(e);
+	if (i < BS_TABLE_SLOTS && atomic_fetch_add(&g_waiting[i], 1) == 0)
+		bs_table_waiter_add(g_shared, e, (uint32_t)getpid());
+}
+
+void bs_shared_wait_ends(const struct bs_entry *e)
+{
+	size_t i = slot_of(e);
+	if (i < BS_TABLE_SLOTS && atomic_fetch_sub(&g_waiting[i], 1) == 1)
+		bs_table_waiter_remove(g_shared, e, (uint32_t)getpid());
+}
+
 /* ---- the attempt slot's owner ---- */
 
 /* The table file again, for a lock: it must still be the file mapped. */

@@ -43,6 +43,11 @@ void bs_shared_release(int token);
  * or if it cannot be told (then the probe word's deadline decides). */
 int bs_shared_held_elsewhere(const struct bs_entry *e);
 
+/* A thread of this process begins or ends a wait on e: the process is
+ * listed among e's waiting processes while any of its threads waits. */
+void bs_shared_wait_begins(const struct bs_entry *e);
+void bs_shared_wait_ends(const struct bs_entry *e);
+
 /* The state's next allowed time, bounded by cfg's longest wait counted
  * from `since` (when the caller began waiting on that state): an entry of a
  * shared table is other processes' word, and may be garbage. */

@@ -133,7 +133,8 @@ def test_reset_puts_blocking_and_parked_waiters_on_the_wire_within_250ms():
     lines = LineReader(parked)
     try:
         check(lines.wait_for(lambda l: l == "parked", 10), "the socket was never parked")
-        _wait_status(table, lambda r: r["failures"] >= 3 and r["waiting_threads"] >= 1, 15)
+        _wait_status(table, lambda r: r["failures"] >= 3 and r["waiting_threads"] >= 1 and
+                     r["waiting_processes"] == 1, 15)
         with SynSniffer(port) as sn:
             before = len(sn.times)
             p = subprocess.run([CLI, "reset", "--table", table, "127.0.0.1:%d" % port],
@@ -183,7 +184,7 @@ def test_status_text_json_and_prometheus():
     samples = json.loads(parsed.stdout)
     want = ["backoffshim_failures_total", {"destination": "127.0.0.1:%d" % port}, 3.0]
     check(want in samples, "parsed: %r" % samples)
-    check(len({s[0] for s in samples}) == 8, "8 metrics: %r" % samples)
+    check(len({s[0] for s in samples}) == 9, "9 metrics: %r" % samples)
     run([CLI, "reset", "--all", "--table", table], base_env())
     p = subprocess.run([CLI, "status", "--table", table], capture_output=True, text=True)
     check(p.stdout.strip() == "no destination is backing off", "after reset: %r" % p.stdout)
@@ -386,3 +387,47 @@ def test_a_table_of_another_user_is_never_used():
     finally:
         if os.path.exists(path):
             os.unlink(path)
+
+
+PARKED_TIMED = r"""
+import select, socket, sys, time
+port = int(sys.argv[1])
+s = socket.socket(); s.setblocking(False)
+s.connect_ex(('127.0.0.1', port))
+ep = select.epoll(); ep.register(s, select.EPOLLOUT)
+if not ep.poll(0.3):
+    print('parked', flush=True)
+end = time.monotonic() + 30
+while time.monotonic() < end:
+    ev = ep.poll(1)
+    if ev:
+        print('event %d %d %.6f' % (ev[0][1], s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR),
+                                    time.monotonic()), flush=True)
+        break
+"""
+
+
+def test_a_success_in_another_process_releases_a_parked_socket_within_250ms():
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="1s",
+                   BACKOFFSHIM_MAX_BACKOFF="20s", BACKOFFSHIM_JITTER="0",
+                   BACKOFFSHIM_NONBLOCKING="defer", BACKOFFSHIM_MAX_ELAPSED="60s")
+    parked = spawn([sys.executable, "-c", PARKED_TIMED, str(port)], env)
+    lines = LineReader(parked)
+    try:
+        check(lines.wait_for(lambda l: l == "parked", 10), "the socket was never parked")
+        row = _wait_status(table, lambda r: r["failures"] >= 3, 15)
+        with Server(port).start():
+            rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], env)
+            t_success = time.monotonic()
+            check(rc == 0, "the other process: rc=%d %r" % (rc, err[-300:]))
+            ev = lines.wait_for(lambda l: l.startswith("event"), 5)
+    finally:
+        parked.kill()
+    check(ev, "the parked socket never connected (next attempt was %.1fs away)"
+          % row["next_attempt_in"])
+    _, events, so_error, at = ev.split()
+    check(int(events) & 4 and so_error == "0", "the parked socket reported %r" % ev)
+    check(float(at) - t_success <= 0.25, "released %.3fs after the other process connected"
+          % (float(at) - t_success))

@@ -163,6 +163,22 @@ static void test_addr_and_reset(void **state)
 	atomic_store(&t->addrs[i][BS_TABLE_ADDR_WORDS - 1], ~0ull);
 	assert_int_equal(bs_table_get_addr(t, (unsigned)i, got), 0);
 
+	/* the processes waiting on it */
+	bs_table_waiter_add(t, e, 41);
+	bs_table_waiter_add(t, e, 42);
+	assert_int_equal(atomic_load(&t->waiter_pids[i][0]), 41);
+	assert_int_equal(atomic_load(&t->waiter_pids[i][1]), 42);
+	bs_table_waiter_remove(t, e, 41);
+	assert_int_equal(atomic_load(&t->waiter_pids[i][0]), 0);
+	for (uint32_t pid = 100; pid < 100 + BS_TABLE_WAITER_PIDS + 3; pid++)
+		bs_table_waiter_add(t, e, pid); /* more than the cells: the rest unlisted */
+	bs_table_waiter_remove(t, e, 42);
+	bs_table_waiter_remove(t, e, 999); /* not listed: nothing */
+	unsigned listed = 0;
+	for (unsigned k = 0; k < BS_TABLE_WAITER_PIDS; k++)
+		listed += atomic_load(&t->waiter_pids[i][k]) != 0;
+	assert_int_equal(listed, BS_TABLE_WAITER_PIDS - 1);
+
 	uint64_t s = atomic_load(&e->state);
 	assert_int_equal(bs_entry_fail(e, s, NOW, NOW + 5 * SEC, 3, 111, NOW), 1);
 	bs_probe_take(e, 0, bs_probe_make(NOW + SEC, 7));
@@ -316,7 +332,8 @@ static void test_million_keys(void **state)
 	/* the keys, the entries, their addresses, the reach of each group and
 	 * a header line: nothing grows with use */
 	assert_true(sizeof *t <= BS_TABLE_SLOTS * (sizeof(uint64_t) + sizeof(struct bs_entry) +
-						   BS_TABLE_ADDR_WORDS * sizeof(uint64_t)) +
+						   BS_TABLE_ADDR_WORDS * sizeof(uint64_t) +
+						   BS_TABLE_WAITER_PIDS * sizeof(uint32_t)) +
 					 BS_TABLE_GROUPS * sizeof(uint16_t) + 64);
 	/* the most recent keys are still there */
 	assert_non_null(bs_table_find(t, 1000000));
