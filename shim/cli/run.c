@@ -1,11 +1,14 @@
 /* backoffshim run: exec a command with the shim preloaded. See cli.h. */
 #include "cli.h"
 
+#include "elfinfo.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef BS_PREFIX
@@ -13,7 +16,8 @@
 #endif
 #define LIB_NAME "libbackoffshim.so"
 
-#define EXIT_NO_LIBRARY 125
+#define EXIT_RUN_ERROR 125 /* run's own errors, usage included (as env, timeout, nice) */
+#define EXIT_NO_LIBRARY EXIT_RUN_ERROR
 #define EXIT_CANNOT_RUN 126
 #define EXIT_NOT_FOUND 127
 
@@ -49,8 +53,13 @@ static const char help_text[] =
 	"The library is looked for next to this program (DIR/" LIB_NAME ",\n"
 	"DIR/../lib/" LIB_NAME "), then as " BS_PREFIX "/lib/" LIB_NAME ".\n"
 	"\n"
-	"Exit status: CMD's own; 2 on a usage error or a bad value; 125 if the\n"
-	"library is not found; 126 if CMD cannot be run; 127 if CMD is not found.\n"
+	"Before it runs CMD it looks at it: a static binary, a Go program or a\n"
+	"setuid/setgid one gets one warning line (the shim will have no effect on it,\n"
+	"and why); CMD runs anyway.\n"
+	"\n"
+	"Exit status: CMD's own; 125 on a usage error, a bad value or when the\n"
+	"library is not found; 126 if CMD cannot be run; 127 if CMD is not found\n"
+	"(as env, timeout and nice).\n"
 	"\n"
 	"Example: backoffshim run --max-backoff 30s -- ./client db.internal 5432\n";
 
@@ -155,7 +164,60 @@ static int set_config_file(const char *path)
 	return 0;
 }
 
+/* The file execvp would run for cmd, into path; 0 if none is found. */
+static int find_command(const char *cmd, char *path, size_t n)
+{
+	if (strchr(cmd, '/'))
+		return snprintf(path, n, "%s", cmd) < (int)n;
+	const char *dirs = getenv("PATH");
+	if (!dirs)
+		dirs = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = dirs; *p;) {
+		size_t len = strcspn(p, ":");
+		if (snprintf(path, n, "%.*s/%s", (int)len, len ? p : ".", cmd) < (int)n &&
+		    access(path, X_OK) == 0)
+			return 1;
+		p += len + (p[len] == ':');
+	}
+	return 0;
+}
+
+/* One warning line if the shim cannot act on cmd; cmd runs anyway. */
+static void warn_if_no_effect(const char *cmd)
+{
+	char path[PATH_MAX];
+	static unsigned char head[64 * 1024];
+	struct stat st;
+	if (!find_command(cmd, path, sizeof path) || stat(path, &st) != 0)
+		return; /* execvp reports it */
+	const char *why = NULL;
+	if (st.st_mode & (S_ISUID | S_ISGID)) {
+		why = "it is setuid/setgid, and the loader ignores LD_PRELOAD for it";
+	} else {
+		FILE *f = fopen(path, "rb");
+		size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+		if (f)
+			fclose(f);
+		enum bs_elf_kind k = bs_elf_kind(head, n);
+		if (k == BS_ELF_STATIC)
+			why = "it is statically linked, so nothing is preloaded into it";
+		else if (k == BS_ELF_GO)
+			why = "it is a Go program, which connects without the C library";
+	}
+	if (why)
+		fprintf(stderr, "backoffshim run: warning: the shim will have no effect on %s: %s\n",
+			path, why);
+}
+
+static int run_main(int argc, char **argv);
+
 int bs_cmd_run(int argc, char **argv)
+{
+	int r = run_main(argc, argv);
+	return r == BS_EXIT_USAGE ? EXIT_RUN_ERROR : r;
+}
+
+static int run_main(int argc, char **argv)
 {
 	struct option longopts[NSETTINGS + 4];
 	for (size_t i = 0; i < NSETTINGS; i++)
@@ -199,6 +261,7 @@ int bs_cmd_run(int argc, char **argv)
 		fprintf(stderr, "backoffshim run: cannot set LD_PRELOAD: %s\n", strerror(errno));
 		return EXIT_NO_LIBRARY;
 	}
+	warn_if_no_effect(argv[optind]);
 	execvp(argv[optind], argv + optind);
 	int err = errno;
 	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[optind], strerror(err));

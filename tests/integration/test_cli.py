@@ -97,11 +97,42 @@ def test_run_usage_errors():
     ]
     for args, what in cases:
         rc, out, err = run([CLI, "run"] + args, cli_env())
-        check(rc == 2, "%r: rc=%d, expected 2" % (args, rc))
+        check(rc == 125, "%r: rc=%d, expected 125 (as env and timeout)" % (args, rc))
         check(what in err and "backoffshim run --help" in err, "%r: stderr %r" % (args, err))
         check(out == "", "%r: stdout %r" % (args, out))
     rc, out, err = run([CLI, "run", "--", "/nonexistent/cmd"], cli_env())
     check(rc == 127 and "cannot run '/nonexistent/cmd'" in err, "rc=%d err=%r" % (rc, err))
+    with tempfile.TemporaryDirectory() as d:
+        plain = os.path.join(d, "not-executable")
+        open(plain, "w").close()
+        rc, out, err = run([CLI, "run", "--", plain], cli_env())
+        check(rc == 126 and "cannot run" in err, "not executable: rc=%d err=%r" % (rc, err))
+
+
+def test_run_warns_when_the_shim_cannot_act():
+    """A static binary and a setuid one get one warning line each and run
+    anyway with their own exit status; a dynamic one gets none."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "p.c")
+        with open(src, "w") as f:
+            f.write("int main(void) { return 3; }\n")
+        static = os.path.join(d, "static")
+        r = subprocess.run(["cc", "-static", "-o", static, src], capture_output=True)
+        setuid = os.path.join(d, "setuid")
+        shutil.copy("/bin/true", setuid)
+        os.chmod(setuid, 0o4755)
+        cases = [([setuid], 0, "setuid"), (["true"], 0, None)]
+        if r.returncode == 0:
+            cases.append(([static], 3, "statically linked"))
+        for cmd, want_rc, why in cases:
+            rc, out, err = run([CLI, "run", "--"] + cmd, cli_env())
+            warnings = [l for l in err.splitlines() if "warning" in l]
+            check(rc == want_rc, "%r: rc=%d" % (cmd, rc))
+            if why:
+                check(len(warnings) == 1 and why in warnings[0] and "no effect" in warnings[0],
+                      "%r: %r" % (cmd, err))
+            else:
+                check(not warnings, "%r: %r" % (cmd, err))
 
 
 # --- help, version -------------------------------------------------------
