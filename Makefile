@@ -13,7 +13,7 @@ LIB_INC :=
 # The export map is made from the one list of interposed calls (see
 # shim/lib/interposed.def and shim/exports.map.in).
 EXPORTS_MAP := $(BUILD)/exports.map
-LDFLAGS_SO := -shared -Wl,--version-script=$(EXPORTS_MAP) -Wl,--exclude-libs,ALL \
+LDFLAGS_SO := -shared -Wl,-soname,libbackoffshim.so -Wl,--version-script=$(EXPORTS_MAP) -Wl,--exclude-libs,ALL \
               -Wl,-z,relro -Wl,-z,now -Wl,-z,defs
 
 LIB_HDRS   := $(wildcard shim/common/*.h shim/lib/*.h) shim/lib/interposed.def

@@ -113,6 +113,42 @@ void bs_cli_printable(FILE *f, const char *s, size_t max)
 		fputs("...", f);
 }
 
+/* The version the library file carries (after BS_VERSION_MARK), or "". */
+static void library_version(const char *path, char *out, size_t cap)
+{
+	static char buf[1 << 20];
+	out[0] = 0;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return;
+	size_t n, keep = 0, mlen = strlen(BS_VERSION_MARK);
+	while (!out[0] && (n = fread(buf + keep, 1, sizeof buf - keep - 1, f)) > 0) {
+		n += keep;
+		buf[n] = 0;
+		for (size_t i = 0; i + mlen < n; i++)
+			if (buf[i] == '@' && !memcmp(buf + i, BS_VERSION_MARK, mlen)) {
+				snprintf(out, cap, "%.31s", buf + i + mlen);
+				break;
+			}
+		keep = mlen < n ? mlen : n; /* a mark across two reads */
+		memmove(buf, buf + n - keep, keep);
+	}
+	fclose(f);
+}
+
+/* The command's version, and that of the library `run` would load. */
+static void print_version(void)
+{
+	char lib[4096], v[32];
+	printf("backoffshim %s\n", BS_VERSION);
+	if (bs_cli_find_library(bs_cli_argv0, lib) != 0) {
+		puts("library: not found");
+		return;
+	}
+	library_version(lib, v, sizeof v);
+	printf("library: %s (%s)\n", lib, v[0] ? v : "unknown version");
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int, char **);
@@ -140,7 +176,7 @@ int main(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		case 'V':
-			puts("backoffshim " BS_VERSION);
+			print_version();
 			return 0;
 		default:
 			return bs_cli_bad_option(NULL, c, argv);

@@ -19,13 +19,17 @@
 #include "config.h"
 #include "util.h"
 
-/* The one place the version is defined. */
-#define BS_VERSION "0.3.0"
+#include "version.h"
 
 #define BS_EXIT_USAGE 2
 
 /* main()'s argv[0]. */
 extern const char *bs_cli_argv0;
+
+/* The library `run` would preload (next to argv0, DIR/../lib, then the
+ * install prefix), as a real path into out; 0, or -1 (quiet: nothing is
+ * printed) if none is found. */
+int bs_cli_find_library(const char *argv0, char out[4096]);
 
 /* Subcommands: argv[0] is the subcommand's name. Each returns an exit status
  * (run returns only when it could not exec). */

@@ -98,9 +98,10 @@ static void exe_dir(const char *argv0, char dir[PATH_MAX])
 }
 
 /* The library's canonical path into out; 0, or -1 after a message. */
-static int find_library(const char *argv0, char out[PATH_MAX])
+/* The candidates, in order; returns how many. */
+static int library_candidates(const char *argv0, char cand[3][PATH_MAX + 32])
 {
-	char dir[PATH_MAX], cand[3][PATH_MAX + 32];
+	char dir[PATH_MAX];
 	int n = 0;
 	exe_dir(argv0, dir);
 	if (dir[0]) {
@@ -108,9 +109,25 @@ static int find_library(const char *argv0, char out[PATH_MAX])
 		snprintf(cand[n++], sizeof cand[0], "%s/../lib/" LIB_NAME, dir);
 	}
 	snprintf(cand[n++], sizeof cand[0], "%s/lib/" LIB_NAME, BS_PREFIX);
+	return n;
+}
+
+int bs_cli_find_library(const char *argv0, char out[PATH_MAX])
+{
+	char cand[3][PATH_MAX + 32];
+	int n = library_candidates(argv0, cand);
 	for (int i = 0; i < n; i++)
 		if (realpath(cand[i], out) && access(out, R_OK) == 0)
 			return 0;
+	return -1;
+}
+
+static int find_library(const char *argv0, char out[PATH_MAX])
+{
+	char cand[3][PATH_MAX + 32];
+	int n = library_candidates(argv0, cand);
+	if (bs_cli_find_library(argv0, out) == 0)
+		return 0;
 	fprintf(stderr, "backoffshim run: cannot find " LIB_NAME "; looked for:\n");
 	for (int i = 0; i < n; i++)
 		fprintf(stderr, "  %s\n", cand[i]);

@@ -1,6 +1,7 @@
 /* init: constructor, config loading and process-wide state. See shim.h. */
 #include "park.h"
 #include "shared.h"
+#include "version.h"
 #include "shim.h"
 #include "log.h"
 #include "policy.h"
@@ -25,6 +26,9 @@ enum { ST_NONE, ST_BUSY, ST_READY, ST_OFF };
 static _Atomic int g_state;
 static struct bs_config g_cfg;
 static struct bs_rules g_rules;
+/* the version, for `backoffshim --version` to read from the file */
+__attribute__((used)) static const char g_version[] = BS_VERSION_MARK BS_VERSION;
+
 static struct bs_table g_table;
 /* the table in use: the private one until a shared one is mapped at start-up */
 static struct bs_table *g_tab = &g_table;

@@ -138,9 +138,12 @@ def test_run_warns_when_the_shim_cannot_act():
 # --- help, version -------------------------------------------------------
 
 def test_help_and_version():
+    with open(os.path.join(ROOT, "shim", "common", "version.h")) as f:
+        version = re.search(r'#define BS_VERSION "([^"]+)"', f.read()).group(1)
     rc, out, err = run([CLI, "--version"], cli_env())
-    check(rc == 0 and out == "backoffshim 0.3.0\n", "version: %r" % out)
-    for sub in (None, "run", "schedule", "check-config"):
+    want = "backoffshim %s\nlibrary: %s (%s)\n" % (version, os.path.realpath(SO), version)
+    check(rc == 0 and out == want, "version: %r, want %r" % (out, want))
+    for sub in (None, "run", "schedule", "check-config", "status", "reset"):
         args = [CLI] + ([sub] if sub else []) + ["--help"]
         rc, out, err = run(args, cli_env())
         want = "Usage: backoffshim " + (sub or "COMMAND")
