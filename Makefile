@@ -35,7 +35,7 @@ BENCH_BIN  := $(BUILD)/bench/connect_bench
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all deps test-deps check cross-check unit integration demo bench herd install clean FORCE
+.PHONY: all deps test-deps check cross-check unit integration demo bench herd install uninstall clean FORCE
 all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
@@ -141,11 +141,29 @@ herd: $(SO) $(BUILD)/progs/herdclient
 	@scripts/install-deps --check herd >/dev/null 2>&1 || scripts/install-deps herd
 	@python3 tests/herd/herd.py
 
+# Every file `make install` writes, so that `make uninstall` removes exactly
+# those: the command, the library, the example config, the man pages and
+# the bash completion.
+INSTALLED := $(PREFIX)/bin/backoffshim $(PREFIX)/lib/libbackoffshim.so \
+	$(PREFIX)/share/backoffshim/backoffshim.ini $(PREFIX)/share/man/man1/backoffshim.1 \
+	$(PREFIX)/share/man/man5/backoffshim.ini.5 \
+	$(PREFIX)/share/bash-completion/completions/backoffshim
+
 install: $(SO) $(CLI)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/backoffshim
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/backoffshim \
+	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/backoffshim
 	install -m 0644 $(SO) $(DESTDIR)$(PREFIX)/lib/libbackoffshim.so
 	install -m 0644 config/backoffshim.ini $(DESTDIR)$(PREFIX)/share/backoffshim/backoffshim.ini
+	install -m 0644 man/backoffshim.1 $(DESTDIR)$(PREFIX)/share/man/man1/backoffshim.1
+	install -m 0644 man/backoffshim.ini.5 $(DESTDIR)$(PREFIX)/share/man/man5/backoffshim.ini.5
+	install -m 0644 completions/backoffshim \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/backoffshim
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(PREFIX)/share/backoffshim 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 
 from cli_helpers import CLI, GOOD_INI, cli_env
-from lib import (ROOT, SO, base_env, check, check_gaps, finish, free_port, late_server_run,
+from lib import (ROOT, SO, TestSkip, base_env, check, check_gaps, finish, free_port, late_server_run,
                  prog, run, spawn)
 
 
@@ -174,8 +174,14 @@ def test_make_install_destdir_prefix():
         binary = os.path.join(usr, "bin", "backoffshim")
         lib = os.path.join(usr, "lib", "libbackoffshim.so")
         ini = os.path.join(usr, "share", "backoffshim", "backoffshim.ini")
-        for f in (binary, lib, ini):
+        extra = [os.path.join(usr, "share", "man", "man1", "backoffshim.1"),
+                 os.path.join(usr, "share", "man", "man5", "backoffshim.ini.5"),
+                 os.path.join(usr, "share", "bash-completion", "completions", "backoffshim")]
+        for f in [binary, lib, ini] + extra:
             check(os.path.isfile(f), "%s not installed" % f)
+        written = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(tmp, "dest"))
+                         for f in fs)
+        check(len(written) == 6, "make install wrote %r" % written)
         check(os.access(binary, os.X_OK), "binary not executable")
         with open(ini) as a, open(GOOD_INI) as b:
             check(a.read() == b.read(), "installed config differs")
@@ -200,5 +206,32 @@ def test_make_install_destdir_prefix():
         rc, out, err = run([alone, "run", "--", "sh", "-c", 'echo "$LD_PRELOAD"'], cli_env())
         want = os.path.realpath(os.path.join(pfx, "lib", "libbackoffshim.so"))
         check(rc == 0 and out.strip() == want, "rc=%d out=%r err=%r" % (rc, out, err))
+        # make uninstall removes every file make install wrote, and nothing else
+        dest = os.path.join(tmp, "dest")
+        keep = os.path.join(usr, "share", "man", "man1", "other.1")
+        open(keep, "w").close()
+        cmd = ["make", "-s", "uninstall", "BUILD=" + build, "DESTDIR=" + dest, "PREFIX=/usr"]
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        left = sorted(os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs)
+        check(r.returncode == 0 and left == [keep], "after make uninstall: %r %r" % (left, r.stderr))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_man_pages_and_completion():
+    """man --warnings reports nothing; the completion offers the commands."""
+    if not shutil.which("man"):
+        raise TestSkip("man is not installed")
+    for page in ("backoffshim.1", "backoffshim.ini.5"):
+        r = subprocess.run(["man", "--warnings", "-l", os.path.join(ROOT, "man", page)],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(base_env(), MANWIDTH="80", LC_ALL="C.UTF-8"))
+        check(r.returncode == 0 and r.stderr == "" and "backoffshim" in r.stdout,
+              "%s: rc=%d %r" % (page, r.returncode, r.stderr))
+    script = ('source %s; COMP_WORDS=(backoffshim st); COMP_CWORD=1; _backoffshim; '
+              'echo "${COMPREPLY[@]}"; COMP_WORDS=(backoffshim status --); COMP_CWORD=2; '
+              '_backoffshim; echo "${COMPREPLY[@]}"' % os.path.join(ROOT, "completions", "backoffshim"))
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    lines = r.stdout.splitlines()
+    check(r.returncode == 0 and lines[0] == "status" and "--json" in lines[1].split(),
+          "completion: %r %r" % (r.stdout, r.stderr))
