@@ -35,7 +35,7 @@ BENCH_BIN  := $(BUILD)/bench/connect_bench
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all deps test-deps check cross-check unit integration demo bench herd install uninstall clean FORCE
+.PHONY: all deps test-deps check cross-check unit integration demo bench herd install uninstall deb clean FORCE
 all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
@@ -66,7 +66,7 @@ $(BUILD)/prefix.stamp: FORCE
 $(BUILD)/obj/shim/cli/%.o: shim/cli/%.c $(wildcard shim/cli/*.h shim/common/*.h) \
 		$(BUILD)/prefix.stamp | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ishim/cli -DBS_PREFIX='"$(PREFIX)"' -c $< -o $@
+	$(CC) $(CFLAGS) -Ishim/cli -DBS_PREFIX='"$(PREFIX)"' -DBS_MULTIARCH='"$(MULTIARCH)"' -c $< -o $@
 
 $(CLI): $(CLI_OBJ) $(COMMON_OBJ) | deps
 	$(CC) $(CFLAGS) -Wl,-z,relro -Wl,-z,now -o $@ $(CLI_OBJ) $(COMMON_OBJ) \
@@ -144,6 +144,8 @@ herd: $(SO) $(BUILD)/progs/herdclient
 # Every file `make install` writes, so that `make uninstall` removes exactly
 # those: the command, the library, the example config, the man pages and
 # the bash completion.
+MULTIARCH ?= $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+
 INSTALLED := $(PREFIX)/bin/backoffshim $(PREFIX)/lib/libbackoffshim.so \
 	$(PREFIX)/share/backoffshim/backoffshim.ini $(PREFIX)/share/man/man1/backoffshim.1 \
 	$(PREFIX)/share/man/man5/backoffshim.ini.5 \
@@ -164,6 +166,12 @@ install: $(SO) $(CLI)
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	-rmdir $(DESTDIR)$(PREFIX)/share/backoffshim 2>/dev/null
+
+# make deb: a Debian package under build/ (scripts/mkdeb.sh), built from a
+# tree of its own compiled for PREFIX=/usr.
+deb:
+	@$(MAKE) -s BUILD=$(BUILD)/deb-build PREFIX=/usr $(BUILD)/deb-build/libbackoffshim.so $(BUILD)/deb-build/backoffshim
+	@scripts/mkdeb.sh $(BUILD)/deb-build $(BUILD) $(MULTIARCH)
 
 clean:
 	rm -rf $(BUILD)

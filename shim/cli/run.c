@@ -14,6 +14,11 @@
 #ifndef BS_PREFIX
 #define BS_PREFIX "/usr/local"
 #endif
+/* where the Debian package puts the library: lib/<multiarch>/backoffshim/ */
+#ifndef BS_MULTIARCH
+#define BS_MULTIARCH "x86_64-linux-gnu"
+#endif
+#define PACKAGED "lib/" BS_MULTIARCH "/backoffshim/" LIB_NAME
 #define LIB_NAME "libbackoffshim.so"
 
 #define EXIT_RUN_ERROR 125 /* run's own errors, usage included (as env, timeout, nice) */
@@ -51,7 +56,8 @@ static const char help_text[] =
 	"Durations take a unit: ns, us, ms, s, m or h (a bare number is seconds).\n"
 	"\n"
 	"The library is looked for next to this program (DIR/" LIB_NAME ",\n"
-	"DIR/../lib/" LIB_NAME "), then as " BS_PREFIX "/lib/" LIB_NAME ".\n"
+	"DIR/../lib/" LIB_NAME ", DIR/../" PACKAGED "), then as\n"
+	"  " BS_PREFIX "/lib/" LIB_NAME " or " BS_PREFIX "/" PACKAGED ".\n"
 	"\n"
 	"Before it runs CMD it looks at it: a static binary, a Go program or a\n"
 	"setuid/setgid one gets one warning line (the shim will have no effect on it,\n"
@@ -98,8 +104,10 @@ static void exe_dir(const char *argv0, char dir[PATH_MAX])
 }
 
 /* The library's canonical path into out; 0, or -1 after a message. */
+#define CANDIDATES 5
+
 /* The candidates, in order; returns how many. */
-static int library_candidates(const char *argv0, char cand[3][PATH_MAX + 32])
+static int library_candidates(const char *argv0, char cand[CANDIDATES][PATH_MAX + 64])
 {
 	char dir[PATH_MAX];
 	int n = 0;
@@ -107,14 +115,16 @@ static int library_candidates(const char *argv0, char cand[3][PATH_MAX + 32])
 	if (dir[0]) {
 		snprintf(cand[n++], sizeof cand[0], "%s/" LIB_NAME, dir);
 		snprintf(cand[n++], sizeof cand[0], "%s/../lib/" LIB_NAME, dir);
+		snprintf(cand[n++], sizeof cand[0], "%s/../" PACKAGED, dir);
 	}
 	snprintf(cand[n++], sizeof cand[0], "%s/lib/" LIB_NAME, BS_PREFIX);
+	snprintf(cand[n++], sizeof cand[0], "%s/" PACKAGED, BS_PREFIX);
 	return n;
 }
 
 int bs_cli_find_library(const char *argv0, char out[PATH_MAX])
 {
-	char cand[3][PATH_MAX + 32];
+	char cand[CANDIDATES][PATH_MAX + 64];
 	int n = library_candidates(argv0, cand);
 	for (int i = 0; i < n; i++)
 		if (realpath(cand[i], out) && access(out, R_OK) == 0)
@@ -124,7 +134,7 @@ int bs_cli_find_library(const char *argv0, char out[PATH_MAX])
 
 static int find_library(const char *argv0, char out[PATH_MAX])
 {
-	char cand[3][PATH_MAX + 32];
+	char cand[CANDIDATES][PATH_MAX + 64];
 	int n = library_candidates(argv0, cand);
 	if (bs_cli_find_library(argv0, out) == 0)
 		return 0;
