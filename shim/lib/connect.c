@@ -4,6 +4,7 @@
  * connect is in flight is how some clients (hiredis) learn its outcome. */
 #include "addr.h"
 #include "clock.h"
+#include "log.h"
 #include "park.h"
 #include "real.h"
 #include "shim.h"
@@ -27,6 +28,32 @@ static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *
 	}
 	errno = err;
 	return r;
+}
+
+/* A connect the shim leaves alone (debug says so: "is it working?"). */
+static __attribute__((noinline)) int say_passed(int fd, const struct sockaddr *addr,
+						socklen_t len, const char *why)
+{
+	int r = bs_real_connect(fd, addr, len), saved = errno;
+	char name[128] = "?";
+	bs_addr_format(addr, len, name, sizeof name);
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "connect ");
+	bs_line_str(&l, name);
+	bs_line_str(&l, ": passed through (");
+	bs_line_str(&l, why);
+	bs_line_str(&l, ")");
+	bs_line_emit(&l, BS_LOG_DEBUG);
+	errno = saved;
+	return r;
+}
+
+static int pass(int fd, const struct sockaddr *addr, socklen_t len, const char *why)
+{
+	if (bs_log_enabled(BS_LOG_DEBUG))
+		return say_passed(fd, addr, len, why);
+	return bs_real_connect(fd, addr, len);
 }
 
 static int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -56,13 +83,13 @@ static int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	case BS_ADDR_UNIX:
 		if (cfg->unix_sockets)
 			break;
-		/* fall through */
+		return pass(fd, addr, len, "unix sockets are off");
 	default:
-		return bs_real_connect(fd, addr, len);
+		return pass(fd, addr, len, "not an internet address");
 	}
 	cfg = bs_cfg_for(cfg, addr, len);
 	if (cfg->policy.kind == BS_POLICY_OFF)
-		return bs_real_connect(fd, addr, len);
+		return pass(fd, addr, len, "policy off");
 	uint64_t key = bs_addr_key(addr, len);
 	if (st == BS_FD_CONNECTING &&
 	    atomic_load(&bs_fd_slot(bs_fds(), fd)->key) == key)

@@ -371,6 +371,22 @@ static int retry_loop(struct call *c)
 	}
 }
 
+/* debug: a connect the shim let through (it worked at once, or it is a
+ * non-blocking one in progress whose outcome the shim watches) */
+static __attribute__((noinline)) void say_passed(const struct call *c, const char *what)
+{
+	int saved = errno;
+	char name[128] = "?";
+	bs_addr_format(c->addr, c->len, name, sizeof name);
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "connect ");
+	bs_line_str(&l, name);
+	bs_line_str(&l, what);
+	bs_line_emit(&l, BS_LOG_DEBUG);
+	errno = saved;
+}
+
 /* The fast path: the program's own connect, its start in *t0 and, when it
  * failed, its error in *err. AGAIN when the failure of a blocking stream
  * socket leads into backoff. */
@@ -379,10 +395,14 @@ static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
 	*t0 = bs_now();
 	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
 		connected(c, *t0);
+		if (bs_log_enabled(BS_LOG_DEBUG))
+			say_passed(c, ": passed through (connected at once)");
 		errno = saved;
 		return 0;
 	}
 	*err = errno;
+	if (*err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
+		say_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)");
 	if (*err == EINPROGRESS)
 		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, *t0);
 	if (!bs_config_retries(c->cfg, *err))

@@ -221,6 +221,27 @@ static void setup_fds(void)
 	bs_fdtab_init(&bs_fdtab_g, m == MAP_FAILED ? NULL : m, (unsigned)n);
 }
 
+/* debug: one line at load, so that "is it loaded, and how?" has an answer */
+static void log_loaded(void)
+{
+	const char *cfg = get_env(NULL, "BACKOFFSHIM_CONFIG");
+	if (!cfg || !*cfg)
+		cfg = access(BS_DEFAULT_CONFIG, F_OK) == 0 ? BS_DEFAULT_CONFIG : NULL;
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_str(&l, "loaded libbackoffshim " BS_VERSION "; config ");
+	bs_line_str(&l, cfg ? cfg : "built-in defaults");
+	bs_line_str(&l, " and BACKOFFSHIM_* variables; policy ");
+	bs_line_str(&l, bs_name_of(&bs_policy_names, g_cfg.policy.kind));
+	bs_line_str(&l, "; nonblocking ");
+	bs_line_str(&l, bs_name_of(&bs_nbmode_names, g_cfg.nonblocking));
+	bs_line_str(&l, "; table ");
+	bs_line_str(&l, bs_shared_on() ? "shared (" : "private (");
+	bs_line_str(&l, g_cfg.shared);
+	bs_line_str(&l, ")");
+	bs_line_emit(&l, BS_LOG_DEBUG);
+}
+
 static void init(void)
 {
 	int expect = ST_NONE;
@@ -265,6 +286,8 @@ static void init(void)
 		g_tab = bs_shared_map(&g_cfg, &g_table);
 	bs_role_detect_inherited();
 	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
+	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
+		log_loaded();
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }
