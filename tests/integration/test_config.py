@@ -166,3 +166,20 @@ def test_retry_on_selects_errors():
         check("fail errno=ECONNREFUSED" in out and err == "", "not retried: %r %r" % (out, err))
         sn.wait_for(2, 0.3)
         check(len(sn.times) == 1, "ECONNREFUSED not in retry_on, yet %d SYNs" % len(sn.times))
+
+
+def test_debug_says_it_is_loaded_and_what_it_lets_through():
+    """At debug level: one line at load (version, config, policy, mode,
+    table) and one per connect the shim leaves alone; at info, neither."""
+    from lib import Server
+    port = free_port()
+    with Server(port).start():
+        rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)],
+                           shim_env(BACKOFFSHIM_LOG="debug"))
+        check(rc == 0, "rc=%d %r" % (rc, err))
+        loaded = [l for l in err.splitlines() if "loaded libbackoffshim" in l]
+        check(len(loaded) == 1 and "policy grpc" in loaded[0] and "nonblocking auto" in loaded[0]
+              and "config /dev/null" in loaded[0], "load line: %r" % err)
+        check("connect 127.0.0.1:%d: passed through (connected at once)" % port in err, err)
+        rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], shim_env())
+        check(rc == 0 and err == "", "at info level: %r" % err)
