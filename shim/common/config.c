@@ -12,7 +12,7 @@
 #define MAX_FILE (1u << 20)
 #define MAX_LINE (INI_MAX_LINE - 1)
 
-enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS, K_FACTOR, K_UP, K_SHARED };
+enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS, K_FACTOR, K_UP, K_SHARED, K_LOGFMT };
 
 static const struct key {
 	const char *section, *name, *env;
@@ -46,6 +46,8 @@ static const struct key {
 	B(shared, K_SHARED, SHARED),
 	{"log", "level", "BACKOFFSHIM_LOG", K_LEVEL, offsetof(struct bs_config, log_level)},
 	{"log", "file", "BACKOFFSHIM_LOG_FILE", K_PATH, offsetof(struct bs_config, log_file)},
+	{"log", "time", "BACKOFFSHIM_LOG_TIME", K_BOOL, offsetof(struct bs_config, log_time)},
+	{"log", "format", "BACKOFFSHIM_LOG_FORMAT", K_LOGFMT, offsetof(struct bs_config, log_json)},
 #undef B
 #undef P
 };
@@ -73,6 +75,7 @@ void bs_config_defaults(struct bs_config *c)
 	c->policy.max_randomization = 120 * BS_NS_PER_SEC;
 	c->healthy_after = 10 * BS_NS_PER_SEC;
 	strcpy(c->shared, "user");
+	c->log_time = -1;
 }
 
 int bs_config_retries(const struct bs_config *c, int err)
@@ -197,6 +200,8 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		return bs_parse_delays(v, (struct bs_policy *)(void *)field, why);
 	case K_PATH:
 		return apply_path(c, field, v, why);
+	case K_LOGFMT:
+		return bs_parse_logfmt(v, int_field, why);
 	case K_SHARED:
 		if (strcmp(v, "user") && strcmp(v, "off") && v[0] != '/')
 			return fail(why, "expected user, off or an absolute path");

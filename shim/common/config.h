@@ -32,6 +32,8 @@ struct bs_config {
 	int disable;
 	int log_level;           /* enum bs_level */
 	char log_file[256];      /* "" = stderr */
+	int log_time;            /* timestamps: 1, 0, or -1 (on for a log file) */
+	int log_json;            /* one JSON object per line */
 	char shared[256];        /* the table: "user", "off" or an absolute path */
 	uint64_t seed;
 	int seed_set;
@@ -149,6 +151,7 @@ extern const struct bs_names bs_level_names;  /* enum bs_level */
 extern const struct bs_names bs_policy_names; /* enum bs_policy_kind */
 extern const struct bs_names bs_jmode_names;  /* enum bs_jitter_mode */
 extern const struct bs_names bs_nbmode_names; /* enum bs_nb_mode */
+extern const struct bs_names bs_logfmt_names; /* 0 text, 1 json */
 /* v's word, or "?" if v is out of range. */
 const char *bs_name_of(const struct bs_names *t, int v);
 
@@ -162,6 +165,7 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
  * bs_policy_kind, bs_jitter_mode). */
 int bs_parse_level(const char *s, int *out, const char **why);
 int bs_parse_nbmode(const char *s, int *out, const char **why);
+int bs_parse_logfmt(const char *s, int *out, const char **why);
 int bs_parse_policy(const char *s, int *out, const char **why);
 int bs_parse_jmode(const char *s, int *out, const char **why);
 /* "0, 10ms, 3s": at most BS_DELAYS_MAX durations into p->delays. */

@@ -231,6 +231,7 @@ NAMES(bs_level_names, "off", "error", "info", "debug");
 NAMES(bs_policy_names, "grpc", "list", "exponential", "off", "responsive");
 NAMES(bs_jmode_names, "proportional", "full", "equal", "decorrelated");
 NAMES(bs_nbmode_names, "retry", "pace", "off", "defer", "auto");
+NAMES(bs_logfmt_names, "text", "json");
 #undef NAMES
 
 const char *bs_name_of(const struct bs_names *t, int v)
@@ -319,6 +320,14 @@ int bs_parse_nbmode(const char *s, int *out, const char **why)
 {
 	if (parse_word(s, &bs_nbmode_names, out) == 0)
 		return 0;
-	*why = "not one of retry, pace, off";
+	*why = "not one of auto, defer, pace, retry, off";
+	return -1;
+}
+
+int bs_parse_logfmt(const char *s, int *out, const char **why)
+{
+	if (parse_word(s, &bs_logfmt_names, out) == 0)
+		return 0;
+	*why = "not one of text, json";
 	return -1;
 }

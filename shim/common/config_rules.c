@@ -10,7 +10,7 @@
 
 static int is_global_key(const char *key)
 {
-	static const char *const global[] = {"unix", "seed", "disable", "level", "file", "shared"};
+	static const char *const global[] = {"unix", "seed", "disable", "level", "file", "time", "format", "shared"};
 	for (unsigned i = 0; i < BS_ARRAY_SIZE(global); i++)
 		if (!strcasecmp(key, global[i]))
 			return 1;
@@ -175,6 +175,7 @@ void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 			const char *key, const char *value, const char *why)
 {
 	bs_line_start(l);
+	bs_line_event(l, "config");
 	bs_line_str(l, "config: ");
 	put_printable(l, origin, 200);
 	if (line) {

@@ -4,6 +4,8 @@
  * point, nothing that takes a lock. */
 #include "log.h"
 
+#include "errname.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -42,6 +44,33 @@ static struct target g_err = {.fd = 2}; /* fd 2: config problems */
 static struct target *g_errt = &g_err;
 static bs_log_opener g_opener; /* a log file, opened per line */
 static void *g_opener_ctx;
+static struct bs_log_style g_style;
+
+void bs_log_set_style(const struct bs_log_style *s)
+{
+	g_style = *s;
+	g_style.program[sizeof g_style.program - 1] = 0;
+	for (char *p = g_style.program; *p; p++) /* one printable word */
+		if (*p <= ' ' || *p > '~' || *p == '"' || *p == '\\' || *p == ':')
+			*p = '_';
+}
+
+int bs_log_stderr_is_journal(const char *js)
+{
+	struct stat st;
+	unsigned long long dev = 0, ino = 0;
+	int seen = 0;
+	if (!js)
+		return 0;
+	for (; *js >= '0' && *js <= '9'; js++, seen = 1)
+		dev = dev * 10 + (unsigned)(*js - '0');
+	if (!seen || *js++ != ':')
+		return 0;
+	for (seen = 0; *js >= '0' && *js <= '9'; js++, seen = 1)
+		ino = ino * 10 + (unsigned)(*js - '0');
+	return seen && !*js && syscall(SYS_fstat, 2, &st) == 0 &&
+	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 static enum kind kind_of(mode_t m)
 {
@@ -171,9 +200,142 @@ void bs_line_dur(struct bs_line *l, uint64_t ns)
 void bs_line_start(struct bs_line *l)
 {
 	l->n = 0;
+	l->event = "message";
+	l->dest[0] = 0;
+	l->attempt = 0;
+	l->wait = UINT64_MAX;
+	l->err = 0;
 	bs_line_str(l, "backoffshim[");
 	bs_line_u64(l, (uint64_t)getpid());
-	bs_line_str(l, "]: ");
+	bs_line_str(l, "]");
+	if (g_style.program[0]) {
+		bs_line_str(l, " ");
+		bs_line_str(l, g_style.program);
+	}
+	bs_line_str(l, ": ");
+	l->msg = l->n;
+}
+
+void bs_line_event(struct bs_line *l, const char *event)
+{
+	l->event = event;
+}
+
+void bs_line_fields(struct bs_line *l, const char *dest, uint32_t attempt, uint64_t wait,
+		    int err)
+{
+	size_t i = 0;
+	for (; dest && dest[i] && i < sizeof l->dest - 1; i++)
+		l->dest[i] = dest[i] == '"' || dest[i] == '\\' || dest[i] < ' ' ? '_' : dest[i];
+	l->dest[i] = 0;
+	l->attempt = attempt;
+	l->wait = wait;
+	l->err = err;
+}
+
+/* --- rendering: the line as the style asks, into out --- */
+
+#define OUT_MAX (BS_LINE_MAX + BS_LINE_TAIL + 512)
+
+struct out {
+	size_t n;
+	char buf[OUT_MAX];
+};
+
+static void out_str(struct out *o, const char *s)
+{
+	while (*s && o->n < OUT_MAX - 64) /* room kept for the closing bytes */
+		o->buf[o->n++] = *s++;
+}
+
+static void out_u64(struct out *o, uint64_t v, int width)
+{
+	char t[24];
+	size_t i = digits(t, v);
+	for (; width > (int)i; width--)
+		out_str(o, "0");
+	while (i && o->n < OUT_MAX - 64)
+		o->buf[o->n++] = t[--i];
+}
+
+/* now as 2026-11-24T16:30:35.123Z (UTC; the civil date from the day count) */
+static void out_time(struct out *o)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t secs = ts.tv_sec, days = secs / 86400, rem = secs % 86400;
+	if (rem < 0)
+		rem += 86400, days--;
+	int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+	int64_t m = mp < 10 ? mp + 3 : mp - 9, y = yoe + era * 400 + (m <= 2);
+	out_u64(o, (uint64_t)y, 4), out_str(o, "-"), out_u64(o, (uint64_t)m, 2);
+	out_str(o, "-"), out_u64(o, (uint64_t)d, 2), out_str(o, "T");
+	out_u64(o, (uint64_t)(rem / 3600), 2), out_str(o, ":");
+	out_u64(o, (uint64_t)(rem / 60 % 60), 2), out_str(o, ":");
+	out_u64(o, (uint64_t)(rem % 60), 2), out_str(o, ".");
+	out_u64(o, (uint64_t)(ts.tv_nsec / 1000000), 3), out_str(o, "Z");
+}
+
+static const char *level_name(enum bs_level level)
+{
+	return level == BS_LOG_ERROR ? "error" : level == BS_LOG_DEBUG ? "debug" : "info";
+}
+
+/* a JSON string of the message: it is printable ASCII already (escaped as
+ * it was added); quotes and backslashes are escaped once more */
+static void out_json_text(struct out *o, const char *s, size_t n)
+{
+	out_str(o, "\"");
+	for (size_t i = 0; i < n && o->n < OUT_MAX - 64; i++) {
+		if (s[i] == '"' || s[i] == '\\')
+			o->buf[o->n++] = '\\';
+		o->buf[o->n++] = s[i];
+	}
+	out_str(o, "\"");
+}
+
+static void render_json(struct out *o, const struct bs_line *l, enum bs_level level)
+{
+	out_str(o, "{\"time\":\""), out_time(o), out_str(o, "\",\"pid\":");
+	out_u64(o, (uint64_t)getpid(), 0);
+	out_str(o, ",\"program\":\""), out_str(o, g_style.program), out_str(o, "\"");
+	out_str(o, ",\"level\":\""), out_str(o, level_name(level));
+	out_str(o, "\",\"event\":\""), out_str(o, l->event), out_str(o, "\"");
+	if (l->dest[0])
+		out_str(o, ",\"destination\":\""), out_str(o, l->dest), out_str(o, "\"");
+	if (l->attempt)
+		out_str(o, ",\"attempt\":"), out_u64(o, l->attempt, 0);
+	if (l->wait != UINT64_MAX) {
+		out_str(o, ",\"wait\":"), out_u64(o, l->wait / 1000000000ull, 0);
+		out_str(o, "."), out_u64(o, l->wait / 1000000ull % 1000, 3);
+	}
+	const char *en = l->err > 0 ? bs_errno_name(l->err) : NULL;
+	if (en)
+		out_str(o, ",\"error\":\""), out_str(o, en), out_str(o, "\"");
+	out_str(o, ",\"message\":");
+	out_json_text(o, l->buf + l->msg, l->n - l->msg);
+}
+
+static void render(struct out *o, const struct bs_line *l, enum bs_level level)
+{
+	static const char prio[] = {'3', '3', '6', '7'};
+	o->n = 0;
+	if (g_style.journal) {
+		char p[4] = {'<', prio[level & 3], '>', 0};
+		out_str(o, p);
+	}
+	if (g_style.json) {
+		render_json(o, l, level);
+		return; /* (emit closes the object) */
+	}
+	if (g_style.time)
+		out_time(o), out_str(o, " ");
+	for (size_t i = 0; i < l->n && o->n < OUT_MAX - 64; i++)
+		o->buf[o->n++] = l->buf[i];
 }
 
 /* --- writing: one system call per line, never blocking, no SIGPIPE --- */
@@ -241,42 +403,48 @@ static long put(int fd, enum kind kind, const char *buf, size_t n)
 	}
 }
 
-static void tail(struct bs_line *l, size_t *n, const char *s)
+/* The rendered line o, with the count of lines dropped before it (in the
+ * room kept at its end), to target t. */
+static void emit_out(struct target *t, struct out *o, int json)
 {
-	while (*s && *n < sizeof l->buf - 1)
-		l->buf[(*n)++] = *s++;
-}
-
-static void emit(struct target *t, struct bs_line *l)
-{
-	size_t n = l->n;
 	unsigned long d = atomic_exchange(&t->dropped, 0);
-	if (d) { /* into the room kept after BS_LINE_MAX */
-		char dg[24];
-		size_t i = digits(dg, d);
-		tail(l, &n, " (");
-		while (i)
-			l->buf[n++] = dg[--i];
-		tail(l, &n, d == 1 ? " log line dropped)" : " log lines dropped)");
+	if (d) {
+		out_str(o, json ? ",\"dropped\":" : " (");
+		out_u64(o, d, 0);
+		if (!json)
+			out_str(o, d == 1 ? " log line dropped)" : " log lines dropped)");
 	}
-	l->buf[n++] = '\n';
-	long r = put(t->fd, t->kind, l->buf, n);
+	if (json)
+		o->buf[o->n++] = '}';
+	o->buf[o->n++] = '\n';
+	long r = put(t->fd, t->kind, o->buf, o->n);
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		atomic_fetch_add(&t->dropped, d + 1);
+}
+
+static void emit(struct target *t, struct bs_line *l, enum bs_level level)
+{
+	struct out o;
+	render(&o, l, level);
+	emit_out(t, &o, g_style.json);
 }
 
 void bs_line_emit_fd(struct bs_line *l, int fd)
 {
 	int saved = errno;
 	struct target t;
+	struct out o;
 	record(&t, fd);
-	emit(&t, l);
+	o.n = 0; /* the command's own stderr: plain text */
+	for (size_t i = 0; i < l->n; i++)
+		o.buf[o.n++] = l->buf[i];
+	emit_out(&t, &o, 0);
 	errno = saved;
 }
 
 /* One line to the log file, opened for it; the dropped count carries over
  * from line to line. */
-static void emit_to_file(struct bs_line *l)
+static void emit_to_file(struct bs_line *l, enum bs_level level)
 {
 	struct target t;
 	int fd = g_opener(g_opener_ctx);
@@ -286,7 +454,7 @@ static void emit_to_file(struct bs_line *l)
 	}
 	record(&t, fd);
 	atomic_store(&t.dropped, atomic_exchange(&g_out.dropped, 0));
-	emit(&t, l);
+	emit(&t, l, level);
 	atomic_fetch_add(&g_out.dropped, atomic_load(&t.dropped));
 	syscall(SYS_close, fd);
 }
@@ -297,9 +465,9 @@ void bs_line_emit(struct bs_line *l, enum bs_level level)
 	if (!bs_log_enabled(level))
 		;
 	else if (g_opener)
-		emit_to_file(l);
+		emit_to_file(l, level);
 	else if (same_target(&g_out))
-		emit(&g_out, l);
+		emit(&g_out, l, level);
 	errno = saved;
 }
 
@@ -307,6 +475,6 @@ void bs_line_emit_stderr(struct bs_line *l)
 {
 	int saved = errno;
 	if (same_target(g_errt))
-		emit(g_errt, l);
+		emit(g_errt, l, BS_LOG_ERROR);
 	errno = saved;
 }

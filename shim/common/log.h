@@ -1,5 +1,7 @@
 /*
- * log: one line per write(2), prefixed "backoffshim[PID]: ".
+ * log: one line per write(2), prefixed "backoffshim[PID] PROGRAM: " (and,
+ * as the style asks, an ISO-8601 UTC time and the journal's "<N>" priority),
+ * or one JSON object per line.
  *
  * Promise: no stdio, no allocation, no locks; formatting happens in a
  * caller-owned stack buffer and the finished line goes out in a single
@@ -33,8 +35,26 @@ enum bs_level { BS_LOG_OFF = 0, BS_LOG_ERROR = 1, BS_LOG_INFO = 2, BS_LOG_DEBUG 
 
 struct bs_line {
 	size_t n;
+	size_t msg;         /* where the message starts (after the prefix) */
+	const char *event;  /* JSON fields, set by bs_line_event/_fields */
+	char dest[64];
+	uint32_t attempt;
+	uint64_t wait;      /* ns, or UINT64_MAX for none */
+	int err;
 	char buf[BS_LINE_MAX + BS_LINE_TAIL];
 };
+
+/* How lines look (bs_log_set_style): all off by default. */
+struct bs_log_style {
+	int time;        /* an ISO-8601 UTC time with milliseconds first */
+	int json;        /* one JSON object per line instead of text */
+	int journal;     /* "<N>" priority first: stderr is the journal */
+	char program[33]; /* the program's name ("" for none); printable */
+};
+void bs_log_set_style(const struct bs_log_style *s);
+/* Is fd 2 the journal's stream? JOURNAL_STREAM ("DEV:INO", the caller
+ * reads the variable) against fd 2's identity. */
+int bs_log_stderr_is_journal(const char *journal_stream);
 
 /* Lines go to a file opened for each line by open_file(ctx) (the caller's
  * I/O: it returns an fd above 2, or -1 to drop the line) and closed after
@@ -51,8 +71,14 @@ int bs_log_enabled(enum bs_level level);
 /* Lines dropped (target full) and not yet reported. */
 unsigned long bs_log_dropped(void);
 
-/* Start a line with the "backoffshim[PID]: " prefix. */
+/* Start a line with the "backoffshim[PID] PROGRAM: " prefix. */
 void bs_line_start(struct bs_line *l);
+/* The line's event and fields, for the JSON format ("retry", "give_up",
+ * "connected", "reset", "config", "table", "load", "pass"...); dest may be
+ * NULL, attempt 0, wait UINT64_MAX and err 0 for none. */
+void bs_line_event(struct bs_line *l, const char *event);
+void bs_line_fields(struct bs_line *l, const char *dest, uint32_t attempt, uint64_t wait,
+		    int err);
 /* Text from anywhere, escaped (see above); a line is cut at BS_LINE_MAX. */
 void bs_line_str(struct bs_line *l, const char *s);
 void bs_line_mem(struct bs_line *l, const char *s, size_t n);

@@ -39,6 +39,8 @@ static __attribute__((noinline)) int say_passed(int fd, const struct sockaddr *a
 	bs_addr_format(addr, len, name, sizeof name);
 	struct bs_line l;
 	bs_line_start(&l);
+	bs_line_event(&l, "pass");
+	bs_line_fields(&l, name, 0, UINT64_MAX, 0);
 	bs_line_str(&l, "connect ");
 	bs_line_str(&l, name);
 	bs_line_str(&l, ": passed through (");

@@ -380,6 +380,8 @@ static __attribute__((noinline)) void say_passed(const struct call *c, const cha
 	bs_addr_format(c->addr, c->len, name, sizeof name);
 	struct bs_line l;
 	bs_line_start(&l);
+	bs_line_event(&l, "pass");
+	bs_line_fields(&l, name, 0, UINT64_MAX, 0);
 	bs_line_str(&l, "connect ");
 	bs_line_str(&l, name);
 	bs_line_str(&l, what);

@@ -175,6 +175,9 @@ static int open_per_line(int fd, const char *path)
 	       strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/dev/", 5) != 0;
 }
 
+/* lines go to a log file (not stderr): they get a time by default */
+static int g_log_to_file;
+
 static void open_log(void)
 {
 	const char *path = g_cfg.log_file;
@@ -201,8 +204,10 @@ static void open_log(void)
 		bs_log_setup(level, -1);
 	} else if (held >= 0) {
 		bs_log_setup(level, held);
+		g_log_to_file = 1;
 	} else {
 		bs_log_setup_file(level, open_log_file, NULL);
+		g_log_to_file = 1;
 	}
 }
 
@@ -221,6 +226,22 @@ static void setup_fds(void)
 	bs_fdtab_init(&bs_fdtab_g, m == MAP_FAILED ? NULL : m, (unsigned)n);
 }
 
+/* How lines look: the program's name always; a time when asked, or by
+ * default for a log file; JSON when asked; the journal's priority prefix
+ * when stderr is the journal's stream. */
+static void set_log_style(void)
+{
+	struct bs_log_style st;
+	memset(&st, 0, sizeof st);
+	st.time = g_cfg.log_time < 0 ? g_log_to_file : g_cfg.log_time != 0;
+	st.json = g_cfg.log_json;
+	st.journal = !g_cfg.log_file[0] && bs_log_stderr_is_journal(get_env(NULL, "JOURNAL_STREAM"));
+	const char *name = program_invocation_short_name;
+	if (name)
+		strncpy(st.program, name, sizeof st.program - 1);
+	bs_log_set_style(&st);
+}
+
 /* debug: one line at load, so that "is it loaded, and how?" has an answer */
 static void log_loaded(void)
 {
@@ -229,6 +250,7 @@ static void log_loaded(void)
 		cfg = access(BS_DEFAULT_CONFIG, F_OK) == 0 ? BS_DEFAULT_CONFIG : NULL;
 	struct bs_line l;
 	bs_line_start(&l);
+	bs_line_event(&l, "load");
 	bs_line_str(&l, "loaded libbackoffshim " BS_VERSION "; config ");
 	bs_line_str(&l, cfg ? cfg : "built-in defaults");
 	bs_line_str(&l, " and BACKOFFSHIM_* variables; policy ");
@@ -257,8 +279,10 @@ static void init(void)
 		errno = saved;
 		return;
 	}
+	set_log_style(); /* the program's name, for the config's problems */
 	bs_config_load_rules(&g_cfg, &g_rules, get_env, read_file, report, NULL);
 	open_log();
+	set_log_style();
 	if (g_cfg.log_level != BS_LOG_OFF) {
 		unsigned n = g_nproblems < MAX_PROBLEMS ? g_nproblems : MAX_PROBLEMS;
 		for (unsigned i = 0; i < n; i++)

@@ -25,6 +25,7 @@ static void line_dest(struct bs_line *l, const struct bs_dest *d)
 	bs_line_str(l, "connect ");
 	bs_line_str(l, name);
 	bs_line_str(l, ": ");
+	bs_line_fields(l, name, 0, UINT64_MAX, 0);
 }
 
 /* Count one more of a destination's events for the operator (status). */
@@ -43,6 +44,9 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 		struct bs_line l;
 		bs_line_start(&l);
 		line_dest(&l, d);
+		bs_line_event(&l, "give_up");
+		l.attempt = b->attempts;
+		l.err = err;
 		bs_line_str(&l, "giving up after ");
 		bs_line_u64(&l, b->attempts);
 		bs_line_str(&l, b->attempts == 1 ? " attempt in " : " attempts in ");
@@ -62,6 +66,7 @@ void bs_outcome_log_reset(const struct bs_dest *d)
 	struct bs_line l;
 	bs_line_start(&l);
 	line_dest(&l, d);
+	bs_line_event(&l, "reset");
 	bs_line_str(&l, "backoff reset by the operator, trying now");
 	bs_line_emit(&l, BS_LOG_INFO);
 }
@@ -77,6 +82,10 @@ static void log_failure(const struct bs_dest *d, uint32_t step, uint64_t wait, i
 	struct bs_line l;
 	bs_line_start(&l);
 	line_dest(&l, d);
+	bs_line_event(&l, "retry");
+	l.attempt = step;
+	l.wait = wait;
+	l.err = err;
 	bs_line_str(&l, bs_errno_msg(err));
 	bs_line_str(&l, " (attempt ");
 	bs_line_u64(&l, step);
@@ -174,6 +183,8 @@ void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, 
 		struct bs_line l;
 		bs_line_start(&l);
 		line_dest(&l, d);
+		bs_line_event(&l, "connected");
+		l.attempt = n + 1;
 		bs_line_str(&l, "connected after ");
 		bs_line_u64(&l, n);
 		bs_line_str(&l, n == 1 ? " failed attempt" : " failed attempts");

@@ -29,6 +29,8 @@ static void log_stats(const struct bs_entry *e, const struct sockaddr *addr, soc
 	struct bs_line l;
 	bs_addr_format(addr, len, name, sizeof name);
 	bs_line_start(&l);
+	bs_line_event(&l, "pace");
+	bs_line_fields(&l, name, 0, UINT64_MAX, err);
 	bs_line_str(&l, "connect ");
 	bs_line_str(&l, name);
 	bs_line_str(&l, ": ");

@@ -32,6 +32,7 @@ static void say(const char *path, const char *what)
 {
 	struct bs_line l;
 	bs_line_start(&l);
+	bs_line_event(&l, "table");
 	bs_line_str(&l, "shared table ");
 	bs_line_str(&l, path);
 	bs_line_str(&l, ": ");

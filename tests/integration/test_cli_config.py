@@ -163,9 +163,9 @@ def test_schedule_prints_config_problems_and_still_the_schedule():
     check(rc == 0, "rc=%d err=%r" % (rc, err))
     lines = err.splitlines()
     check(len(lines) == 2 and re.match(
-        r'backoffshim\[\d+\]: config: %s:2: jitter = "2": must be between 0 and 1; '
+        r'backoffshim\[\d+\](?: [^ :]+)?: config: %s:2: jitter = "2": must be between 0 and 1; '
         r'value ignored$' % re.escape(path), lines[0]), "stderr: %r" % err)
-    check(re.match(r'backoffshim\[\d+\]: config: BACKOFFSHIM_MULTIPLIER="nan": ', lines[1]),
+    check(re.match(r'backoffshim\[\d+\](?: [^ :]+)?: config: BACKOFFSHIM_MULTIPLIER="nan": ', lines[1]),
           "stderr: %r" % err)
     check(shown(out, "max_backoff") == "3s" and shown(out, "jitter") == "0.2", out)
     check(len(rows_of(out)) == 3, out)

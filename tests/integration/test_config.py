@@ -3,6 +3,7 @@ changes what the host program does (issue #2)."""
 import os
 import random
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -10,7 +11,7 @@ from lib import (ROOT, SynSniffer, base_env, check, check_gaps, free_port, prog,
                  shim_env, SLACK)
 
 HOST_PROG = [sys.executable, "-c", "import sys; print('out'); sys.stderr.write('err\\n'); sys.exit(7)"]
-LINE = re.compile(r"^backoffshim\[\d+\]: config: ")
+LINE = re.compile(r"^backoffshim\[\d+\](?: [^ :]+)?: config: ")
 
 
 def _same_behaviour(env, expect_problems):
@@ -108,7 +109,8 @@ def test_example_config_is_valid_and_documents_defaults():
     text = open(path).read()
     for key in ("initial_backoff", "multiplier", "jitter", "max_backoff",
                 "min_connect_timeout", "max_attempts", "max_elapsed", "retry_on", "unix",
-                "nonblocking", "healthy_after", "seed", "disable", "level", "file"):
+                "nonblocking", "healthy_after", "shared", "seed", "disable", "level", "file",
+                "time", "format"):
         check(re.search(r"^;?\s*%s\s*=" % key, text, re.M), "%s missing from example" % key)
     # Uncommented as-is, it must load without a single complaint.
     live = re.sub(r"^;\s*(\w+\s*=)", r"\1", text, flags=re.M)
@@ -134,8 +136,9 @@ def test_log_levels_and_log_file():
         rc, out, err = run(cmd, shim_env(BACKOFFSHIM_MAX_ATTEMPTS=3, BACKOFFSHIM_LOG_FILE=path))
         check(err == "", "with LOG_FILE, stderr should stay clean: %r" % err)
         lines = open(path).read().splitlines()
-        check(len(lines) == 3 and all(l.startswith("backoffshim[") for l in lines),
-              "log file: %r" % lines)
+        # a log file's lines carry an ISO-8601 UTC time by default
+        stamped = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z backoffshim\[\d+\] ")
+        check(len(lines) == 3 and all(stamped.match(l) for l in lines), "log file: %r" % lines)
         check(re.search(r"Connection refused \(attempt 1\), next attempt in 50ms", lines[0]),
               "first line format: %r" % lines[0])
 
@@ -183,3 +186,35 @@ def test_debug_says_it_is_loaded_and_what_it_lets_through():
         check("connect 127.0.0.1:%d: passed through (connected at once)" % port in err, err)
         rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], shim_env())
         check(rc == 0 and err == "", "at info level: %r" % err)
+
+
+def test_log_format_json_time_program_and_journal():
+    """[log] format = json: one JSON object per line with its fields;
+    time = on: an ISO-8601 UTC time first; every line names the program;
+    with stderr as the journal's stream, lines carry the <N> priority."""
+    import json
+    port = free_port()
+    cmd = [prog("legacy_client"), "127.0.0.1", str(port)]
+    rc, out, err = run(cmd, shim_env(BACKOFFSHIM_LOG_FORMAT="json", BACKOFFSHIM_MAX_ATTEMPTS="2"))
+    rows = [json.loads(l) for l in err.splitlines() if l.startswith("{")]
+    check(len(rows) == 2, "json lines: %r" % err)
+    retry, give_up = rows
+    check(retry["event"] == "retry" and retry["destination"] == "127.0.0.1:%d" % port and
+          retry["attempt"] == 1 and retry["error"] == "ECONNREFUSED" and
+          retry["wait"] == 0.05 and retry["program"] == "legacy_client" and
+          retry["pid"] > 1 and re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", retry["time"]),
+          "retry: %r" % retry)
+    check(give_up["event"] == "give_up" and give_up["level"] == "error" and
+          give_up["attempt"] == 2 and "giving up" in give_up["message"], "give-up: %r" % give_up)
+    rc, out, err = run(cmd, shim_env(BACKOFFSHIM_LOG_TIME="on", BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z backoffshim\[\d+\] legacy_client: "
+                   r"connect 127\.0\.0\.1:%d: giving up" % port, err), "time = on: %r" % err)
+    r_fd, w_fd = os.pipe()
+    st = os.fstat(w_fd)
+    env = shim_env(BACKOFFSHIM_MAX_ATTEMPTS="1", JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=w_fd)
+    os.close(w_fd)
+    with os.fdopen(r_fd) as f:
+        err = f.read()
+    p.wait(20)
+    check(re.match(r"^<3>backoffshim\[\d+\] legacy_client: connect ", err), "journal: %r" % err)

@@ -18,7 +18,7 @@ print(errno.errorcode.get(r, r), flush=True)
 
 
 def _give_up_lines(err, port):
-    pat = (r"^backoffshim\[\d+\]: connect 127\.0\.0\.1:%d: giving up after (\d+) attempts? "
+    pat = (r"^backoffshim\[\d+\](?: [^ :]+)?: connect 127\.0\.0\.1:%d: giving up after (\d+) attempts? "
            r"in \d+(?:\.\d+)?m?s \(([^)]*)\): (.+)$" % port)
     return [m.groups() for m in (re.match(pat, l) for l in err.splitlines()) if m]
 

@@ -22,7 +22,7 @@ LOGHARM = prog("logharm")
 CLI = os.path.join(BUILD, "backoffshim")
 # Any control byte but the line ends, or DEL: a forged or garbled line.
 CTRL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]")
-LINE = re.compile(rb"^backoffshim\[\d+\]: [\x20-\x7e]*$")
+LINE = re.compile(rb"^backoffshim\[\d+\](?: [^ :]+)?: [\x20-\x7e]*$")
 
 
 def _run(cmd, env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

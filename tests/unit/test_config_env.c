@@ -36,6 +36,8 @@ static const struct var ALL_ENV[] = {
 	{"BACKOFFSHIM_SEED", "42"},
 	{"BACKOFFSHIM_DISABLE", "yes"},
 	{"BACKOFFSHIM_SHARED", "/run/backoffshim/table"},
+	{"BACKOFFSHIM_LOG_TIME", "off"},
+	{"BACKOFFSHIM_LOG_FORMAT", "json"},
 	{NULL, NULL},
 };
 /* The INI section and key each variable stands for. */
@@ -48,10 +50,10 @@ static const char *const ALL_KEYS[][2] = {
 	{"backoff", "down_threshold"}, {"backoff", "randomization_factor"},
 	{"backoff", "max_randomization"}, {"backoff", "nonblocking"}, {"backoff", "healthy_after"},
 	{"log", "level"}, {"log", "file"}, {"backoff", "seed"}, {"backoff", "disable"},
-	{"backoff", "shared"},
+	{"backoff", "shared"}, {"log", "time"}, {"log", "format"},
 };
 #define NVARS (sizeof ALL_KEYS / sizeof ALL_KEYS[0])
-_Static_assert(NVARS == 24, "one entry per BACKOFFSHIM_* variable");
+_Static_assert(NVARS == 26, "one entry per BACKOFFSHIM_* variable");
 _Static_assert(sizeof ALL_ENV / sizeof ALL_ENV[0] == NVARS + 1, "ALL_ENV matches ALL_KEYS");
 
 static void test_env_all(void **state)
@@ -91,6 +93,8 @@ static void test_env_all(void **state)
 	assert_int_equal(c.seed_set, 1);
 	assert_int_equal(c.disable, 1);
 	assert_string_equal(c.shared, "/run/backoffshim/table");
+	assert_int_equal(c.log_time, 0);
+	assert_int_equal(c.log_json, 1);
 
 	/* It asks for exactly these names, each once. */
 	assert_int_equal(nasked, (int)NVARS);
@@ -144,7 +148,7 @@ static void test_env_bad_values(void **state)
 	static const char *bad[] = {
 		"0", "0.5", "1.5", "soon", "-1s", "1e9", "nan", "ENOPE", "maybe",
 		"fibonacci", "half", "1s,,2s", "0.5", "1.5", "-1", "2", "soon",
-		"sometimes", "-1s", "loud", "", "-3", "2", "relative/path",
+		"sometimes", "-1s", "loud", "", "-3", "2", "relative/path", "sometimes", "xml",
 	};
 	_Static_assert(sizeof bad / sizeof bad[0] == NVARS, "one bad value per variable");
 	const struct bs_config def = defaults();

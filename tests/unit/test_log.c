@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -80,6 +81,74 @@ static void test_line_format_and_single_write(void **state)
 	drain(buf, sizeof buf);
 	snprintf(want, sizeof want, "backoffshim[%d]: connect 127.0.0.1:5432: 3xy\n", (int)getpid());
 	assert_string_equal(buf, want);
+}
+
+/* The style: the program's name in the prefix, a UTC time, the journal's
+ * priority, or one JSON object per line with the line's fields. */
+static void test_styles(void **state)
+{
+	(void)state;
+	char buf[2048], want[256];
+	struct bs_line l;
+	struct bs_log_style st = {0, 0, 1, "my prog\":x"};
+	bs_log_setup(BS_LOG_DEBUG, pipefd[1]);
+	bs_log_set_style(&st);
+	bs_line_start(&l);
+	bs_line_str(&l, "hello");
+	bs_line_emit(&l, BS_LOG_ERROR);
+	drain(buf, sizeof buf);
+	snprintf(want, sizeof want, "<3>backoffshim[%d] my_prog__x: hello\n", (int)getpid());
+	assert_string_equal(buf, want);
+
+	st.journal = 0;
+	st.time = 1;
+	bs_log_set_style(&st);
+	bs_line_start(&l);
+	bs_line_str(&l, "t");
+	bs_line_emit(&l, BS_LOG_INFO);
+	drain(buf, sizeof buf);
+	/* 2026-11-24T16:30:35.123Z backoffshim[...] */
+	assert_int_equal(strlen(buf) > 25, 1);
+	assert_true(buf[4] == '-' && buf[7] == '-' && buf[10] == 'T' && buf[13] == ':' &&
+		    buf[16] == ':' && buf[19] == '.' && buf[23] == 'Z' && buf[24] == ' ');
+	assert_memory_equal(buf + 25, "backoffshim[", 12);
+
+	st.time = 0;
+	st.json = 1;
+	strcpy(st.program, "cli");
+	bs_log_set_style(&st);
+	bs_line_start(&l);
+	bs_line_event(&l, "retry");
+	bs_line_fields(&l, "127.0.0.1:5432", 2, 1600000000ull, ECONNREFUSED);
+	bs_line_str(&l, "say \"hi\" \\ \x01");
+	bs_line_emit(&l, BS_LOG_INFO);
+	drain(buf, sizeof buf);
+	assert_memory_equal(buf, "{\"time\":\"", 9);
+	snprintf(want, sizeof want, "\",\"pid\":%d,\"program\":\"cli\",\"level\":\"info\","
+		 "\"event\":\"retry\",\"destination\":\"127.0.0.1:5432\",\"attempt\":2,"
+		 "\"wait\":1.600,\"error\":\"ECONNREFUSED\","
+		 "\"message\":\"say \\\"hi\\\" \\\\\\\\ \\\\x01\"}\n", (int)getpid());
+	assert_non_null(strstr(buf, want));
+	struct bs_log_style plain = {0, 0, 0, ""};
+	bs_log_set_style(&plain);
+}
+
+static void test_journal_stream_matches_fd2(void **state)
+{
+	(void)state;
+	struct stat st;
+	char js[64];
+	assert_int_equal(fstat(2, &st), 0);
+	snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	assert_true(bs_log_stderr_is_journal(js));
+	snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino + 1);
+	assert_false(bs_log_stderr_is_journal(js));
+	assert_false(bs_log_stderr_is_journal(NULL));
+	assert_false(bs_log_stderr_is_journal(""));
+	assert_false(bs_log_stderr_is_journal("12"));
+	assert_false(bs_log_stderr_is_journal("1:2x"));
 }
 
 static void test_levels_filter(void **state)
@@ -529,6 +598,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_line_format_and_single_write),
+		cmocka_unit_test(test_styles),
+		cmocka_unit_test(test_journal_stream_matches_fd2),
 		cmocka_unit_test(test_levels_filter),
 		cmocka_unit_test(test_long_lines_are_truncated_whole),
 		cmocka_unit_test(test_every_byte_is_escaped),
