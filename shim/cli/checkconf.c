@@ -90,7 +90,10 @@ int bs_cmd_check_config(int argc, char **argv)
 		bs_config_defaults(&cfg);
 		rules.n = 0;
 		cfg.rules = &rules;
-		bs_config_load_file(&cfg, argv[i], bs_read_file_libc, report, &problems);
+		if (bs_config_load_file(&cfg, argv[i], bs_read_file_libc, report, &problems) == 0) {
+			bs_config_finish(&cfg);
+			bs_config_check(&cfg, argv[i], report, &problems);
+		}
 		if (problems) {
 			status = 1;
 		} else {

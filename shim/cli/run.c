@@ -53,7 +53,7 @@ static const char help_text[] =
 	"  --log LEVEL          off, error, info or debug (BACKOFFSHIM_LOG)\n"
 	"  -h, --help           show this help\n"
 	"\n"
-	"Durations take a unit: ns, us, ms, s, m or h (a bare number is seconds).\n"
+	"Durations take a unit: ns, us, ms, s, m, h or d (a bare number is seconds).\n"
 	"\n"
 	"The library is looked for next to this program (DIR/" LIB_NAME ",\n"
 	"DIR/../lib/" LIB_NAME ", DIR/../" PACKAGED "), then as\n"

@@ -39,12 +39,14 @@ static const char help_text[] =
 	"                     gives the same output\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0; 2 on a usage error.\n";
+	"Exit status: 0; 1 if the config file cannot be read (the schedule shown\n"
+	"is then the defaults'); 2 on a usage error.\n";
 
 /* The loader's context: what --config said, and the problems counted. */
 struct load_ctx {
 	const char *config; /* --config, or NULL */
 	unsigned problems;
+	int unreadable;     /* the config file could not be read */
 };
 
 static const char *get_env(void *ctx, const char *name)
@@ -62,6 +64,8 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	struct load_ctx *x = ctx;
 	struct bs_line l;
 	x->problems++;
+	if (!line && !key && why && (!strcmp(why, "cannot open file") || !strcmp(why, "cannot read file")))
+		x->unreadable = 1;
 	bs_config_describe(&l, origin, line, key, value, why);
 	bs_line_emit_fd(&l, 2);
 }
@@ -238,7 +242,7 @@ static uint64_t choose_seed(const struct schedule_opts *o, const struct bs_confi
 int bs_cmd_schedule(int argc, char **argv)
 {
 	static struct bs_rules rules;
-	struct schedule_opts o = {.x = {NULL, 0}, .rows = 10};
+	struct schedule_opts o = {.x = {NULL, 0, 0}, .rows = 10};
 	int status = parse_options(argc, argv, &o);
 	if (status != GO_ON)
 		return status;
@@ -249,5 +253,5 @@ int bs_cmd_schedule(int argc, char **argv)
 	uint64_t seed = choose_seed(&o, cfg);
 	if (o.rows)
 		print_rows(cfg, seed, (uint32_t)o.rows);
-	return 0;
+	return o.x.unreadable ? 1 : 0; /* (the schedule shown is the defaults') */
 }

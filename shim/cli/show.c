@@ -132,6 +132,20 @@ static void retry_keys(FILE *f, const struct bs_config *c)
 	fprintf(f, "  %-20s = %s\n", "unix", c->unix_sockets ? "on" : "off");
 }
 
+/* The keys of the process as a whole: the table, disable and [log]. */
+static void process_keys(FILE *f, const struct bs_config *c)
+{
+	fprintf(f, "  %-20s = %s\n", "shared", c->shared);
+	fprintf(f, "  %-20s = %s%s\n", "disable", c->disable ? "on" : "off",
+		c->disable ? " (the library passes everything through)" : "");
+	fprintf(f, "[log]\n");
+	fprintf(f, "  %-20s = %s\n", "level", bs_name_of(&bs_level_names, c->log_level));
+	fprintf(f, "  %-20s = %s\n", "file", c->log_file[0] ? c->log_file : "(stderr)");
+	fprintf(f, "  %-20s = %s\n", "time",
+		c->log_time < 0 ? "(on for a log file, off on stderr)" : c->log_time ? "on" : "off");
+	fprintf(f, "  %-20s = %s\n", "format", bs_name_of(&bs_logfmt_names, c->log_json));
+}
+
 void bs_cli_show_config(FILE *f, const struct bs_config *c)
 {
 	const struct bs_policy *p = &c->policy;
@@ -139,7 +153,5 @@ void bs_cli_show_config(FILE *f, const struct bs_config *c)
 	policy_keys(f, p);
 	if (p->kind != BS_POLICY_OFF)
 		retry_keys(f, c);
-	if (c->disable)
-		fprintf(f, "  %-20s = on (the shim is a pure pass-through: nothing below happens)\n",
-			"disable");
+	process_keys(f, c);
 }

@@ -390,6 +390,7 @@ void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
 	if (dr && *dr)
 		bs_rule_env(c, dr, report, ctx);
 	bs_config_finish(c);
+	bs_config_check(c, path && *path ? path : "settings", report, ctx);
 }
 
 void bs_config_load(struct bs_config *c, bs_config_getenv_fn get, bs_config_read_fn read_file,

@@ -81,6 +81,11 @@ void bs_rule_env(struct bs_config *c, const char *text, bs_config_report_fn repo
 		 void *ctx);
 /* Give every rule the final global settings plus its own keys. */
 void bs_config_finish(struct bs_config *c);
+/* Problems no single value has, reported after loading (and
+ * bs_config_finish): max_backoff below initial_backoff, a [dest unix:...]
+ * section while unix is off. origin names the settings as a whole. */
+void bs_config_check(const struct bs_config *c, const char *origin,
+		     bs_config_report_fn report, void *ctx);
 /* The settings for a destination: the most specific rule, or c itself. */
 const struct bs_config *bs_config_for(const struct bs_config *c, const struct sockaddr *addr,
 				      socklen_t len, bs_name_has_fn name_has, void *ctx);

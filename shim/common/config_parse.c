@@ -67,7 +67,7 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 	} units[] = {
 		{"ns", 1}, {"us", 1000}, {"ms", BS_NS_PER_MS}, {"s", BS_NS_PER_SEC},
 		{"m", 60 * BS_NS_PER_SEC}, {"min", 60 * BS_NS_PER_SEC},
-		{"h", 3600 * BS_NS_PER_SEC},
+		{"h", 3600 * BS_NS_PER_SEC}, {"d", 86400 * BS_NS_PER_SEC},
 	};
 	uint64_t ip, fp;
 	const char *end;
@@ -89,7 +89,7 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 			if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
 				break;
 		if (i == BS_ARRAY_SIZE(units)) {
-			*why = "unknown unit (use ms, s, m or h)";
+			*why = "unknown unit (use ns, us, ms, s, m, h or d)";
 			return -1;
 		}
 		mul = units[i].ns;
@@ -195,6 +195,22 @@ int bs_parse_bool(const char *s, int *out, const char **why)
 	return -1;
 }
 
+/* "pre" + the n bytes at s (cut at 40) + "post", in a static buffer: the
+ * problem names the bad entry. Config parsing runs once, at start-up. */
+static const char *naming(const char *pre, const char *s, size_t n, const char *post)
+{
+	static char msg[160];
+	size_t k = 0;
+	for (const char *p = pre; *p && k < 60; p++)
+		msg[k++] = *p;
+	for (size_t i = 0; i < n && i < 40; i++)
+		msg[k++] = s[i];
+	for (const char *p = post; *p && k < sizeof msg - 1; p++)
+		msg[k++] = *p;
+	msg[k] = 0;
+	return msg;
+}
+
 int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **why)
 {
 	uint64_t tmp[BS_ERRSET_WORDS] = {0};
@@ -209,7 +225,7 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 			n++;
 		int e = bs_errno_from_name(s, n);
 		if (e <= 0 || e >= 64 * BS_ERRSET_WORDS) {
-			*why = "unknown errno name (use names like ECONNREFUSED)";
+			*why = naming("unknown errno name '", s, n, "' (use names like ECONNREFUSED)");
 			return -1;
 		}
 		tmp[e / 64] |= 1ull << (e % 64);

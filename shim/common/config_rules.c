@@ -65,7 +65,9 @@ void bs_rule_key(struct bs_config *c, int i, const char *key, const char *value,
 		return; /* the section itself was already reported */
 	struct bs_rule *r = &c->rules->r[i];
 	if (is_global_key(key)) {
-		report(ctx, origin, line, key, value, "only valid in [backoff] or [log]");
+		report(ctx, origin, line, key, value,
+		       "applies to the whole process, not to one destination: set it in "
+		       "[backoff] (unix, seed, shared, disable) or [log] (level, file, time, format)");
 		return;
 	}
 	scratch = *c;
@@ -182,7 +184,13 @@ void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 		bs_line_str(l, ":");
 		bs_line_u64(l, line);
 	}
-	if (key) {
+	if (key && !value) { /* a problem of the settings as a whole */
+		bs_line_str(l, ": ");
+		put_printable(l, key, 40);
+		bs_line_str(l, ": ");
+		bs_line_str(l, why);
+		return;
+	} else if (key) {
 		bs_line_str(l, ": ");
 		put_printable(l, key, 40);
 		bs_line_str(l, " = ");
@@ -205,4 +213,29 @@ void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 	}
 	bs_line_str(l, why);
 	bs_line_str(l, value ? "; value ignored" : line ? "; line ignored" : "; ignored");
+}
+
+/* max_backoff below initial_backoff: the waits never grow. */
+static void check_backoffs(const struct bs_config *c, const char *origin, unsigned line,
+			   bs_config_report_fn report, void *ctx)
+{
+	const struct bs_policy *p = &c->policy;
+	if ((p->kind == BS_POLICY_GRPC || p->kind == BS_POLICY_EXPONENTIAL ||
+	     p->kind == BS_POLICY_RESPONSIVE) && p->max_backoff < p->initial_backoff)
+		report(ctx, origin, line, "max_backoff", NULL,
+		       "below initial_backoff: every wait is max_backoff, the schedule never grows");
+}
+
+void bs_config_check(const struct bs_config *c, const char *origin,
+		     bs_config_report_fn report, void *ctx)
+{
+	check_backoffs(c, origin, 0, report, ctx);
+	for (unsigned i = 0; c->rules && i < c->rules->n; i++) {
+		const struct bs_rule *r = &c->rules->r[i];
+		if (r->spec.kind == BS_SPEC_UNIX && !c->unix_sockets)
+			report(ctx, r->origin, r->line, NULL, r->text,
+			       "unix = off, so this section never applies (set unix = on)");
+		else
+			check_backoffs(&r->cfg, r->origin, r->line, report, ctx);
+	}
 }

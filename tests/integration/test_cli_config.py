@@ -51,7 +51,7 @@ def test_check_config_reports_every_problem_with_its_line():
         "%s:11: policy: not one of grpc, list, exponential, " % path,
         "%s:12: line too long (at most 198 characters)" % path,
         "%s:14: level: not one of off, error, info, debug" % path,
-        "%s:17: seed: only valid in [backoff] or [log]" % path,
+        "%s:17: seed: applies to the whole process, not to one destination" % path,
         "%s:18: [dest 10.0.0.0/33]: " % path,
         "%s:19: [dest *:5432]: matches exactly what [dest *:5432] at %s:15 matches"
         % (path, path),
@@ -63,7 +63,7 @@ def test_check_config_reports_every_problem_with_its_line():
 
 
 def test_check_config_accepts_destination_sections():
-    path = write_ini("[backoff]\nmax_backoff = 30s\n[dest 127.0.0.1:6379]\npolicy = list\n"
+    path = write_ini("[backoff]\nmax_backoff = 30s\nunix = on\n[dest 127.0.0.1:6379]\npolicy = list\n"
                 "delays = 0, 100ms, 1s\n[dest 10.0.0.0/8]\nmax_attempts = 3\n"
                 "[dest 10.1.2.3]\njitter_mode = full\n[dest unix:/run/app.sock]\n"
                 "policy = off\n[dest db.internal:5432]\nnonblocking = pace\n")
@@ -72,6 +72,26 @@ def test_check_config_accepts_destination_sections():
     finally:
         os.unlink(path)
     check(rc == 0 and out == path + ": ok\n", "rc=%d out=%r" % (rc, out))
+
+
+def test_check_config_never_says_ok_wrongly():
+    """Problems no single value has, and each problem names its bad entry."""
+    path = write_ini("[backoff]\nretry_on = ECONNREFUSED, EFOO\ninitial_backoff = 10s\n"
+                     "max_backoff = 1s\nmax_elapsed = 2d\n[dest unix:/run/x.sock]\npolicy = off\n")
+    try:
+        rc, out, err = run([CLI, "check-config", path], cli_env())
+    finally:
+        os.unlink(path)
+    lines = out.splitlines()
+    check(rc == 1 and len(lines) == 3, "rc=%d out=%r" % (rc, out))
+    check("%s:2: retry_on: unknown errno name 'EFOO'" % path in lines[0], lines[0])
+    check("max_backoff: below initial_backoff" in lines[1], lines[1])
+    check("%s:6: [dest unix:/run/x.sock]: unix = off" % path in lines[2], lines[2])
+    # schedule: exit 1 when its config cannot be read; it shows every key
+    rc, out, err = run([CLI, "schedule", "--config", "/nonexistent.ini", "-n", "1"], cli_env())
+    check(rc == 1 and "cannot open file" in err, "schedule: rc=%d %r" % (rc, err))
+    for key in ("disable", "shared", "level", "file", "time", "format"):
+        check(re.search(r"^  %s\s+= " % key, out, re.M), "schedule does not show %s: %r" % (key, out))
 
 
 def test_check_config_usage():

@@ -52,7 +52,7 @@ def test_bad_ini_file_is_reported_with_lines():
                 b"x = 1\n"                # 7 unknown section
                 b"[backoff]\n"            # 8
                 b"multiplier = 0.5\n"     # 9 below 1
-                b"initial_backoff = 2s\n"  # 10 fine
+                b"initial_backoff = 200ms\n"  # 10 fine
                 + b"a" * 300 + b"\n")      # 11 too long
         path = f.name
     try:
