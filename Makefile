@@ -170,7 +170,7 @@ uninstall:
 # make deb: a Debian package under build/ (scripts/mkdeb.sh), built from a
 # tree of its own compiled for PREFIX=/usr.
 deb:
-	@$(MAKE) -s BUILD=$(BUILD)/deb-build PREFIX=/usr $(BUILD)/deb-build/libbackoffshim.so $(BUILD)/deb-build/backoffshim
+	@$(MAKE) -s --no-print-directory BUILD=$(BUILD)/deb-build PREFIX=/usr $(BUILD)/deb-build/libbackoffshim.so $(BUILD)/deb-build/backoffshim
 	@scripts/mkdeb.sh $(BUILD)/deb-build $(BUILD) $(MULTIARCH)
 
 clean:
