@@ -31,6 +31,15 @@ extern const char *bs_cli_argv0;
  * printed) if none is found. */
 int bs_cli_find_library(const char *argv0, char out[4096]);
 
+/* run's options that map one value to one variable (checked by the config
+ * module with its variable-style key); schedule takes them too, so that a
+ * run line can be previewed. */
+struct bs_cli_setting {
+	const char *opt, *key, *var;
+};
+extern const struct bs_cli_setting bs_cli_settings[];
+extern const size_t bs_cli_nsettings;
+
 /* Subcommands: argv[0] is the subcommand's name. Each returns an exit status
  * (run returns only when it could not exec). */
 int bs_cmd_run(int argc, char **argv);

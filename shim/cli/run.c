@@ -69,11 +69,7 @@ static const char help_text[] =
 	"\n"
 	"Example: backoffshim run --max-backoff 30s -- ./client db.internal 5432\n";
 
-/* Options that map one value to one variable; checked by the config
- * module with its variable-style key. */
-static const struct setting {
-	const char *opt, *key, *var;
-} settings[] = {
+const struct bs_cli_setting bs_cli_settings[] = {
 	{"initial-backoff", "initial_backoff", "BACKOFFSHIM_INITIAL_BACKOFF"},
 	{"max-backoff", "max_backoff", "BACKOFFSHIM_MAX_BACKOFF"},
 	{"multiplier", "multiplier", "BACKOFFSHIM_MULTIPLIER"},
@@ -83,7 +79,9 @@ static const struct setting {
 	{"policy", "policy", "BACKOFFSHIM_POLICY"},
 	{"log", "log", "BACKOFFSHIM_LOG"},
 };
-#define NSETTINGS BS_ARRAY_SIZE(settings)
+#define NSETTINGS BS_ARRAY_SIZE(bs_cli_settings)
+const size_t bs_cli_nsettings = NSETTINGS;
+#define settings bs_cli_settings
 enum { OPT_SETTING = 256, OPT_CONFIG = OPT_SETTING + (int)NSETTINGS, OPT_PACE };
 
 /* dir of the running binary into `dir` ("" if unknown). */
@@ -261,7 +259,7 @@ static int run_main(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		if (c >= OPT_SETTING && c < OPT_CONFIG) {
-			const struct setting *s = &settings[c - OPT_SETTING];
+			const struct bs_cli_setting *s = &settings[c - OPT_SETTING];
 			const char *why;
 			if (bs_config_set(&scratch, NULL, s->key, optarg, &why))
 				return bs_cli_usage("run", "--%s '%s': %s", s->opt, optarg, why);

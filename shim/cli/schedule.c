@@ -37,6 +37,11 @@ static const char help_text[] =
 	"  --seed S           seed of the random draws (default: the configured seed,\n"
 	"                     else a random one, which is printed); the same seed\n"
 	"                     gives the same output\n"
+	"  --initial-backoff D, --max-backoff D, --multiplier X, --jitter X,\n"
+	"  --max-elapsed D, --max-attempts N, --policy NAME, --log LEVEL, --pace\n"
+	"                     as for run (they set the same variables), so that a\n"
+	"                     run line can be previewed; a trailing -- CMD ARGS...\n"
+	"                     is accepted and not run\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"Exit status: 0; 1 if the config file cannot be read (the schedule shown\n"
@@ -165,6 +170,21 @@ struct schedule_opts {
 /* What an option asks for when the command goes on. */
 #define GO_ON (-1)
 
+enum { OPT_SETTING = 256 };
+#define MAX_SETTINGS 16
+
+/* One of run's options: the variable set, as run sets it. */
+static int take_setting(const struct bs_cli_setting *s)
+{
+	struct bs_config scratch;
+	const char *why;
+	bs_config_defaults(&scratch);
+	if (bs_config_set(&scratch, NULL, s->key, optarg, &why))
+		return bs_cli_usage("schedule", "--%s '%s': %s", s->opt, optarg, why);
+	setenv(s->var, optarg, 1);
+	return GO_ON;
+}
+
 /* One option of the command line: GO_ON, or the exit status to end with. */
 static int take_option(int c, char **argv, struct schedule_opts *o)
 {
@@ -195,7 +215,12 @@ static int take_option(int c, char **argv, struct schedule_opts *o)
 	case 'h':
 		fputs(help_text, stdout);
 		return 0;
+	case 'P':
+		setenv("BACKOFFSHIM_NONBLOCKING", "pace", 1);
+		return GO_ON;
 	default:
+		if (c >= OPT_SETTING && c < OPT_SETTING + (int)bs_cli_nsettings)
+			return take_setting(&bs_cli_settings[c - OPT_SETTING]);
 		return bs_cli_bad_option("schedule", c, argv);
 	}
 }
@@ -203,13 +228,21 @@ static int take_option(int c, char **argv, struct schedule_opts *o)
 /* The command line into *o: GO_ON, or the exit status to end with. */
 static int parse_options(int argc, char **argv, struct schedule_opts *o)
 {
-	static const struct option longopts[] = {
+	static const struct option fixed[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"dest", required_argument, NULL, 'd'},
 		{"seed", required_argument, NULL, 's'},
+		{"pace", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
 	};
+	struct option longopts[BS_ARRAY_SIZE(fixed) + MAX_SETTINGS + 1];
+	size_t n = 0;
+	for (size_t i = 0; i < BS_ARRAY_SIZE(fixed); i++)
+		longopts[n++] = fixed[i];
+	for (size_t i = 0; i < bs_cli_nsettings && i < MAX_SETTINGS; i++)
+		longopts[n++] = (struct option){bs_cli_settings[i].opt, required_argument, NULL,
+						OPT_SETTING + (int)i};
+	longopts[n] = (struct option){NULL, 0, NULL, 0};
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
@@ -217,7 +250,8 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 		if (status != GO_ON)
 			return status;
 	}
-	if (optind < argc)
+	/* (a run line's "-- CMD ARGS..." is allowed, and not run) */
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
 		return bs_cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
 	return GO_ON;
 }

@@ -92,6 +92,12 @@ def test_check_config_never_says_ok_wrongly():
     check(rc == 1 and "cannot open file" in err, "schedule: rc=%d %r" % (rc, err))
     for key in ("disable", "shared", "level", "file", "time", "format"):
         check(re.search(r"^  %s\s+= " % key, out, re.M), "schedule does not show %s: %r" % (key, out))
+    # schedule takes run's options, so that a run line can be previewed
+    rc, out, err = run([CLI, "schedule", "--initial-backoff", "2s", "--max-backoff", "3s",
+                        "--pace", "-n", "1", "--seed", "1", "--", "./client", "x"], cli_env())
+    check(rc == 0 and re.search(r"^  initial_backoff\s+= 2s$", out, re.M) and
+          re.search(r"^  nonblocking\s+= pace$", out, re.M), "run options: rc=%d %r %r"
+          % (rc, out, err))
 
 
 def test_check_config_usage():
