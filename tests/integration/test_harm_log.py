@@ -241,7 +241,7 @@ def test_control_bytes_in_config_never_reach_stderr():
     try:
         cmd = [LOGHARM, "connect", "127.0.0.1", _dead_port()]
         rc0, out0, _ = _run(cmd, base_env())
-        env = shim_env(BACKOFFSHIM_CONFIG=path, BACKOFFSHIM_POLICY="off",
+        env = shim_env(BACKOFFSHIM_CONFIG=path, BACKOFFSHIM_POLICY="off", BACKOFFSHIM_UNIX="on",
                        BACKOFFSHIM_DEST_RULES=rule + ";" + rule,
                        BACKOFFSHIM_LOG_FILE="/nonexistent/\x1b]0;x\x07")
         rc1, out1, err1 = _run(cmd, env)
