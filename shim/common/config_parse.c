@@ -203,8 +203,8 @@ static const char *naming(const char *pre, const char *s, size_t n, const char *
 	size_t k = 0;
 	for (const char *p = pre; *p && k < 60; p++)
 		msg[k++] = *p;
-	for (size_t i = 0; i < n && i < 40; i++)
-		msg[k++] = s[i];
+	for (size_t i = 0; i < n && i < 40; i++) /* (a reason is printable ASCII) */
+		msg[k++] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
 	for (const char *p = post; *p && k < sizeof msg - 1; p++)
 		msg[k++] = *p;
 	msg[k] = 0;

@@ -220,6 +220,20 @@ static void test_name_tables(void **state)
 	assert_string_equal(bs_name_of(&bs_level_names, BS_LOG_DEBUG), "debug");
 }
 
+/* A problem names the bad entry, printably (a reason holds no control
+ * byte, whatever the input: the fuzzer checks the same). */
+static void test_errlist_names_the_bad_entry(void **state)
+{
+	(void)state;
+	uint64_t set[BS_ERRSET_WORDS] = {0};
+	const char *why = NULL;
+	assert_int_equal(bs_parse_errlist("ECONNREFUSED, EFOO", set, &why), -1);
+	assert_string_equal(why, "unknown errno name 'EFOO' (use names like ECONNREFUSED)");
+	assert_int_equal(bs_parse_errlist("\x1bresive\xff", set, &why), -1);
+	assert_string_equal(why, "unknown errno name '?resive?' (use names like ECONNREFUSED)");
+	assert_int_equal(bs_parse_errlist("EPIPE ECONNRESET", set, &why), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +243,7 @@ int main(void)
 		cmocka_unit_test(test_duration_random),
 		cmocka_unit_test(test_number),
 		cmocka_unit_test(test_name_tables),
+		cmocka_unit_test(test_errlist_names_the_bad_entry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
