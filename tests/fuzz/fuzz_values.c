@@ -46,7 +46,7 @@ static long double unit_ns(const char *u)
 		const char *name;
 		long double ns;
 	} units[] = {{"ns", 1}, {"us", 1e3L}, {"ms", 1e6L}, {"s", 1e9L}, {"m", 60e9L},
-		     {"min", 60e9L}, {"h", 3600e9L}};
+		     {"min", 60e9L}, {"h", 3600e9L}, {"d", 86400e9L}};
 	if (!n)
 		return 1e9L;
 	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
