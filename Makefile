@@ -133,8 +133,11 @@ integration: $(SO) $(CLI) $(PROG_BIN) | test-deps
 demo: $(SO) $(BUILD)/progs/legacy_client
 	@scripts/demo.sh
 
+# Wall-time ratios, then what they cannot show: instructions (callgrind)
+# and system calls (strace -c) added per operation (tests/bench/counts.py).
 bench: $(SO) $(BENCH_BIN)
 	@$(BENCH_BIN) $(SO)
+	@python3 tests/bench/counts.py $(BENCH_BIN) $(SO)
 
 # The herd experiment (issue 10): 100 clients, three cases, build/herd.png.
 herd: $(SO) $(BUILD)/progs/herdclient

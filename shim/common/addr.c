@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#define TAG_V4 (1ull << 60)
+#define TAG_V4 BS_ADDR_TAG_V4
 #define TAG_V6 (2ull << 60)
 #define TAG_UNIX (3ull << 60)
 #define LOW60 ((1ull << 60) - 1)
@@ -54,6 +54,17 @@ static size_t unix_path_len(const struct sockaddr_un *un, socklen_t len)
 	while (n < max && un->sun_path[n])
 		n++;
 	return n;
+}
+
+socklen_t bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *in)
+{
+	if ((key & ~LOW60) != TAG_V4)
+		return 0;
+	memset(in, 0, sizeof *in);
+	in->sin_family = AF_INET;
+	in->sin_port = htons((uint16_t)(key >> 32));
+	in->sin_addr.s_addr = htonl((uint32_t)key);
+	return sizeof *in;
 }
 
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)

@@ -10,7 +10,9 @@
 #define BS_ADDR_H
 
 #include <stddef.h>
+#include <netinet/in.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 enum bs_addr_kind { BS_ADDR_OTHER = 0, BS_ADDR_INET = 1, BS_ADDR_UNIX = 2 };
@@ -21,6 +23,23 @@ enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len);
 
 /* The destination key, or 0 when addr is not a destination we key. */
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len);
+
+#define BS_ADDR_TAG_V4 (1ull << 60)
+
+/* bs_addr_key for an IPv4 address, inline (a few instructions); 0 for
+ * anything else. */
+static inline uint64_t bs_addr_v4_key(const struct sockaddr *addr, socklen_t len)
+{
+	if (!addr || len < (socklen_t)sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
+		return 0;
+	struct sockaddr_in in;
+	memcpy(&in, addr, sizeof in);
+	return BS_ADDR_TAG_V4 | (uint64_t)ntohs(in.sin_port) << 32 | ntohl(in.sin_addr.s_addr);
+}
+
+/* The IPv4 address an IPv4 key names (a key holds all of it), written to
+ * *in; its length, or 0 for a key of another kind. */
+socklen_t bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *in);
 
 /* "127.0.0.1:5432", "[::1]:6379", "unix:/run/x.sock", "unix:@abstract".
  * Always NUL-terminated; truncated to cap. Returns the length written. */

@@ -10,13 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t bs_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* FUTEX_PRIVATE_FLAG until a shared table is mapped */
 static _Atomic int futex_private = FUTEX_PRIVATE_FLAG;
 

@@ -10,11 +10,17 @@
 #define BS_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 #define BS_NEVER UINT64_MAX
 
 /* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t bs_now(void);
+static inline uint64_t bs_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Sleep until `deadline` (ns, monotonic), or until *word no longer holds
  * `expect` / someone calls bs_wake(word). Returns 0 when the wait ended for

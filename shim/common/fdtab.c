@@ -1,5 +1,6 @@
 /* fdtab: per-fd tracking state. See fdtab.h. */
 #include "fdtab.h"
+#include "addr.h"
 #include "util.h"
 
 #include <netinet/in.h>
@@ -158,6 +159,42 @@ void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 	track_dest(t, fd, st, &d, since, call_start);
 }
 
+void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t since,
+			   const struct sockaddr *addr)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (!s)
+		return;
+	if (addr->sa_family != AF_INET ||
+	    atomic_load_explicit(&s->flags, memory_order_relaxed) & ~BS_FDF_NO_PARK) {
+		bs_fd_track(t, fd, BS_FD_PROBATION, key, since, since, addr,
+			    sizeof(struct sockaddr_in6));
+		return;
+	}
+	/* An IPv4 key holds the whole address: none is stored (length 0),
+	 * and bs_fd_read_dest rebuilds it from the key. */
+	atomic_store_explicit(&s->since, since, memory_order_relaxed);
+	uint32_t g = write_begin(s);
+	atomic_store_explicit(&s->key, key, memory_order_relaxed);
+	atomic_store_explicit(&s->addrlen, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed)) {
+		atomic_store_explicit(&s->has_ident, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->ident_dev, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->ident_ino, 0, memory_order_relaxed);
+	}
+	if (!write_end(s, g)) {
+		/* another write at once (a program racing on this number):
+		 * emptied again and left untracked, as track_dest does */
+		static const struct dest none;
+		g = write_begin(s);
+		put(s, &none);
+		write_end(s, g);
+		return;
+	}
+	raise_high(t, fd);
+	set_state(t, s, BS_FD_PROBATION);
+}
+
 void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
@@ -192,11 +229,8 @@ void bs_fd_clear(struct bs_fdtab *t, int fd)
 		untrack(t, s);
 }
 
-void bs_fd_renew(struct bs_fdtab *t, int fd)
+void bs_fd_renew_slot(struct bs_fdtab *t, struct bs_fdslot *s)
 {
-	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (!s)
-		return;
 	untrack(t, s);
 	if (atomic_load_explicit(&s->flags, memory_order_relaxed))
 		atomic_store_explicit(&s->flags, 0, memory_order_relaxed);
@@ -267,6 +301,8 @@ int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 		d.len = 0; /* cannot happen: writers never store more */
 	if (addr)
 		memcpy(addr, d.addr, d.len);
+	if (!d.len && addr) /* kept as its key (bs_fd_track_connected) */
+		d.len = bs_addr_of_v4_key(d.key, (struct sockaddr_in *)(void *)addr);
 	*len = d.len;
 	return 1;
 }

@@ -33,6 +33,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "table.h"
+
 enum bs_fd_state {
 	BS_FD_NONE = 0,       /* not tracked */
 	BS_FD_CONNECTING = 1, /* non-blocking connect in flight */
@@ -74,7 +76,11 @@ static inline int bs_fd_state_is_pending(unsigned st)
 #define BS_FD_GEN_WRITERS 0xffu
 #define BS_FD_GEN_VERSION 0x100u
 
-struct bs_fdslot {
+/* A power-of-two size, so that the wrappers' "is this fd watched?" is a
+ * shift and a load (read_send.c: about 10 instructions in all). */
+#define BS_FD_SLOT_SIZE 256
+
+struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
 	_Atomic uint32_t state;
 	_Atomic uint32_t gen;        /* guards key, addr, addrlen, ident_* */
 	_Atomic uint64_t key;        /* destination */
@@ -98,6 +104,7 @@ struct bs_fdslot {
 	_Atomic uint32_t ep_events;
 	_Atomic uint64_t ep_data;
 };
+_Static_assert(sizeof(struct bs_fdslot) == BS_FD_SLOT_SIZE, "one slot, one power of two");
 
 struct bs_fdtab {
 	struct bs_fdslot *slots;
@@ -149,8 +156,40 @@ void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since);
  * stay: the descriptor is still the program's). */
 void bs_fd_clear(struct bs_fdtab *t, int fd);
 /* The number names a new descriptor (socket, accept) or none (close):
- * forget everything, the epoll registration and flags too. */
-void bs_fd_renew(struct bs_fdtab *t, int fd);
+ * forget everything, the epoll registration and flags too. A clean slot
+ * (the common case) is only read. */
+void bs_fd_renew_slot(struct bs_fdtab *t, struct bs_fdslot *s);
+static inline void bs_fd_renew(struct bs_fdtab *t, int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(t, fd);
+	if (s && (atomic_load_explicit(&s->state, memory_order_relaxed) |
+		  atomic_load_explicit(&s->has_ident, memory_order_relaxed) |
+		  atomic_load_explicit(&s->flags, memory_order_relaxed) |
+		  atomic_load_explicit(&s->ep_set, memory_order_relaxed)))
+		bs_fd_renew_slot(t, s);
+}
+/* close() of a connection on probation that holds nothing else (no epoll
+ * registration, flags or identity) to a destination tab holds no entry
+ * for: forgotten in one store, and 1. Otherwise 0, and nothing changed
+ * (then bs_outcome_closed decides: a reset may be due). */
+static inline int bs_fd_drop_probation(struct bs_fdslot *s, struct bs_table *tab)
+{
+	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_PROBATION ||
+	    (atomic_load_explicit(&s->has_ident, memory_order_relaxed) |
+	     atomic_load_explicit(&s->flags, memory_order_relaxed) |
+	     atomic_load_explicit(&s->ep_set, memory_order_relaxed)) ||
+	    bs_table_find(tab, atomic_load_explicit(&s->key, memory_order_relaxed)))
+		return 0;
+	/* (probation is not pending: no counter moves, as set_state knows) */
+	atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_release);
+	return 1;
+}
+
+/* bs_fd_track(BS_FD_PROBATION) of an internet socket the table is not
+ * tracking (state BS_FD_NONE) that has just connected, at `since`: the
+ * fast path's few stores. The address is kept at its family's size. */
+void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t since,
+			   const struct sockaddr *addr);
 /* The connect error was consumed by the shim; keep it for the program. */
 void bs_fd_fail(struct bs_fdtab *t, int fd, int err);
 /* Take an owed error (0 if none) and forget the fd. */

@@ -80,7 +80,7 @@ uint32_t bs_probe_tid(uint64_t p)
 	return (uint32_t)(p & ((1u << BS_TID_BITS) - 1));
 }
 
-struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key)
+struct bs_entry *bs_table_lookup(struct bs_table *t, uint64_t key)
 {
 	if (!atomic_load_explicit(&t->used, memory_order_acquire) || !key_valid(key))
 		return 0;

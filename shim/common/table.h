@@ -137,7 +137,13 @@ struct bs_table {
 /* Find key; NULL if it has no entry (the destination is healthy). Until a
  * first destination has failed this is a single load; after, one load of the
  * group's reach and at most that many key words. */
-struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key);
+struct bs_entry *bs_table_lookup(struct bs_table *t, uint64_t key);
+static inline struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key)
+{
+	if (!atomic_load_explicit(&t->used, memory_order_acquire))
+		return 0;
+	return bs_table_lookup(t, key);
+}
 
 /* Find or insert key. `idle` (ns) is how long past its next allowed time a
  * failing entry must sit untouched before it may be reclaimed. */

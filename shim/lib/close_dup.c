@@ -11,11 +11,21 @@
 #include <linux/close_range.h>
 #include <stdarg.h>
 
-static int do_close(int fd)
+/* close() of an fd the shim tracks (out of line: an untracked fd costs
+ * the check and a jump to libc). */
+static __attribute__((noinline)) int close_tracked(int fd)
 {
-	if (bs_fd_state(bs_fds(), fd) != BS_FD_NONE)
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	if (!bs_fd_drop_probation(s, bs_tab()))
 		bs_outcome_closed(fd); /* before the number can be reused */
 	return bs_real_close(fd);
+}
+
+static inline int do_close(int fd)
+{
+	if (__builtin_expect(bs_fd_state(bs_fds(), fd) == BS_FD_NONE, 1))
+		return bs_real_close(fd);
+	return close_tracked(fd);
 }
 
 /* dup2/dup3 onto a tracked number closes what it named, as close() does

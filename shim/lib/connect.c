@@ -58,7 +58,7 @@ static int pass(int fd, const struct sockaddr *addr, socklen_t len, const char *
 	return bs_real_connect(fd, addr, len);
 }
 
-static int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
+static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	const struct bs_config *cfg = bs_active();
 	if (!cfg)
@@ -102,7 +102,40 @@ static int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return bs_engine_connect(cfg, fd, addr, len, key);
 }
 
+/* The common case, in few instructions: an IPv4 destination the
+ * table holds nothing about (it never failed, from this process or, with a
+ * shared table, any other), on a socket the shim is not tracking, under
+ * settings fresh_path_fits() (init.c) accepted. The program's connect,
+ * then the fd's slot if it connected; a failure goes on into the engine
+ * exactly as do_connect would have taken it. */
+static __attribute__((noinline)) int connect_fresh(int fd, const struct sockaddr *addr,
+						     socklen_t len, uint64_t key,
+						     const struct bs_config *cfg)
+{
+	if (bs_table_find(bs_tab(), key)) /* it has failed: the full path */
+		return do_connect(fd, addr, len);
+	int saved = errno;
+	uint64_t t0 = bs_now();
+	if (bs_real_connect(fd, addr, len) != 0)
+		return bs_engine_first_failed(cfg, fd, addr, len, key, t0, errno, saved);
+	if (__builtin_expect(bs_table_find(bs_tab(), key) != NULL, 0)) {
+		/* it failed elsewhere meanwhile: the full publication */
+		struct bs_dest d = {key, addr, len};
+		bs_outcome_connected(cfg, &d, fd, t0);
+	} else {
+		bs_fd_track_connected(bs_fds(), fd, key, t0, addr);
+	}
+	errno = saved;
+	return 0;
+}
+
+/* Only checks and tail calls, so that no frame is set up here. */
 BS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+	const struct bs_config *cfg = atomic_load_explicit(&bs_fresh_cfg_g, memory_order_acquire);
+	uint64_t key;
+	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_NONE &&
+	    (key = bs_addr_v4_key(addr, len)) != 0)
+		return connect_fresh(fd, addr, len, key, cfg);
 	return do_connect(fd, addr, len);
 }

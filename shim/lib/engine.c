@@ -389,9 +389,28 @@ static __attribute__((noinline)) void say_passed(const struct call *c, const cha
 	errno = saved;
 }
 
+/* What follows the program's own connect, which failed with err (t0 its
+ * start). AGAIN when the failure of a blocking stream socket leads into
+ * backoff. */
+static int first_failed(struct call *c, uint64_t t0, int err)
+{
+	if (err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
+		say_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)");
+	if (err == EINPROGRESS)
+		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, t0);
+	if (!bs_config_retries(c->cfg, err))
+		return errno = err, -1;
+	if (bs_sock_is_blocking_stream(c->fd))
+		return AGAIN;
+	struct bs_dest d = dest_of(c);
+	if (bs_sock_is_stream(c->fd)) /* a datagram's error is its own */
+		bs_outcome_failed_later(c->cfg, &d, t0, err, 0);
+	errno = err;
+	return -1;
+}
+
 /* The fast path: the program's own connect, its start in *t0 and, when it
- * failed, its error in *err. AGAIN when the failure of a blocking stream
- * socket leads into backoff. */
+ * failed, its error in *err. AGAIN as first_failed. */
 static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
 {
 	*t0 = bs_now();
@@ -403,19 +422,7 @@ static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
 		return 0;
 	}
 	*err = errno;
-	if (*err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
-		say_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)");
-	if (*err == EINPROGRESS)
-		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, *t0);
-	if (!bs_config_retries(c->cfg, *err))
-		return -1;
-	if (bs_sock_is_blocking_stream(c->fd))
-		return AGAIN;
-	struct bs_dest d = dest_of(c);
-	if (bs_sock_is_stream(c->fd)) /* a datagram's error is its own */
-		bs_outcome_failed_later(c->cfg, &d, *t0, *err, 0);
-	errno = *err;
-	return -1;
+	return first_failed(c, *t0, *err);
 }
 
 /* A socket that is not a blocking stream, to a destination in backoff. */
@@ -496,4 +503,15 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		return connect_not_blocking_stream(&c, saved);
 	}
 	return backoff_connect(&c, s, t0, err, saved);
+}
+
+/* (connect.c's fresh path: its destination had no entry before the attempt) */
+int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved)
+{
+	/* as the caller saw it before its attempt: no entry, never failed */
+	struct call c;
+	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key, c.e = NULL;
+	int r = first_failed(&c, t0, err);
+	return r != AGAIN ? r : backoff_connect(&c, 0, t0, err, saved);
 }

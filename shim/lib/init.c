@@ -31,7 +31,7 @@ __attribute__((used)) static const char g_version[] = BS_VERSION_MARK BS_VERSION
 
 static struct bs_table g_table;
 /* the table in use: the private one until a shared one is mapped at start-up */
-static struct bs_table *g_tab = &g_table;
+struct bs_table *bs_tab_g = &g_table;
 struct bs_fdtab bs_fdtab_g;
 static struct bs_restab g_res;
 static uint64_t g_seed;
@@ -264,6 +264,18 @@ static void log_loaded(void)
 	bs_line_emit(&l, BS_LOG_DEBUG);
 }
 
+const struct bs_config *_Atomic bs_fresh_cfg_g;
+
+/* Whether connect.c's fresh path may serve these settings: one policy for
+ * every destination, which is neither off nor responsive, and no debug
+ * lines (they tell of each connect). */
+static int fresh_path_fits(void)
+{
+	return !g_cfg.disable && (!g_cfg.rules || !g_cfg.rules->n) &&
+	       g_cfg.policy.kind != BS_POLICY_OFF && g_cfg.policy.kind != BS_POLICY_RESPONSIVE &&
+	       !bs_log_enabled(BS_LOG_DEBUG);
+}
+
 static void init(void)
 {
 	int expect = ST_NONE;
@@ -307,11 +319,13 @@ static void init(void)
 	}
 	setup_fds();
 	if (!g_cfg.disable)
-		g_tab = bs_shared_map(&g_cfg, &g_table);
+		bs_tab_g = bs_shared_map(&g_cfg, &g_table);
 	bs_role_detect_inherited();
 	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
+	if (fresh_path_fits())
+		atomic_store(&bs_fresh_cfg_g, &g_cfg);
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }
@@ -334,10 +348,6 @@ const struct bs_config *bs_active(void)
 	return NULL;
 }
 
-struct bs_table *bs_tab(void)
-{
-	return g_tab;
-}
 
 struct bs_restab *bs_res(void)
 {

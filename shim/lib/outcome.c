@@ -192,6 +192,13 @@ void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, 
 	}
 }
 
+/* Whether a healthy connection would change anything for key. */
+static int in_backoff(uint64_t key)
+{
+	struct bs_entry *e = bs_table_find(bs_tab(), key);
+	return e && atomic_load(&e->state) != 0;
+}
+
 void bs_outcome_healthy(uint64_t key)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
@@ -317,7 +324,9 @@ void bs_outcome_closed(int fd)
 {
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	const struct bs_config *cfg;
-	switch (s ? atomic_load(&s->state) : BS_FD_NONE) {
+	if (!s)
+		return;
+	switch (atomic_load_explicit(&s->state, memory_order_acquire)) {
 	case BS_FD_EPOLL:
 		bs_fd_ep_forget_set(bs_fds(), fd); /* its registrations are gone */
 		break;
@@ -326,11 +335,14 @@ void bs_outcome_closed(int fd)
 		bs_park_outcome_learned(fd); /* a probe closed: others may go */
 		break;
 	case BS_FD_PROBATION:
-		if ((cfg = bs_active()) && lived(cfg_of_fd(cfg, fd), fd))
+		/* (a destination not in backoff has nothing to reset: no
+		 * clock read, no settings looked up) */
+		if (in_backoff(atomic_load(&s->key)) && (cfg = bs_active()) &&
+		    lived(cfg_of_fd(cfg, fd), fd))
 			proved_healthy(fd, atomic_load(&s->key));
 		break;
 	}
-	bs_fd_renew(bs_fds(), fd); /* the number names nothing now */
+	bs_fd_renew_slot(bs_fds(), s); /* the number names nothing now */
 }
 
 void bs_owe(int fd, const struct bs_sock_ident *id, int err)

@@ -193,30 +193,48 @@ static inline int unwatched(int fd)
 	return __builtin_expect(bs_fd_state(bs_fds(), fd) == BS_FD_NONE, 1);
 }
 
-#define READ_WRAP(call, ...)                                             \
-	if (unwatched(fd))                                               \
-		return call;                                             \
-	struct op o = {__VA_ARGS__};                                     \
-	return read_watched(&o)
+/* Each wrapper is "unwatched? then libc's call" and otherwise a call to
+ * its out-of-line watched_NAME, with the same arguments: both are tail
+ * calls that leave the argument registers as they came, so an unwatched
+ * fd costs the check and one indirect jump (docs/performance.md). */
+#define WATCHED(side, name, params, ...)                                  \
+	static __attribute__((noinline)) ssize_t watched_##name params    \
+	{                                                                 \
+		struct op o = {__VA_ARGS__};                              \
+		return side##_watched(&o);                                \
+	}
+#define FAST(name, args)                                                  \
+	if (unwatched(fd))                                                \
+		return bs_real_##name args;                               \
+	return watched_##name args
+
+WATCHED(read, read, (int fd, void *b, size_t n), .kind = OP_READ, .fd = fd, .rbuf = b, .n = n)
+WATCHED(read, readv, (int fd, const struct iovec *v, int c), .kind = OP_READV, .fd = fd,
+	.riov = v, .cnt = c)
+WATCHED(read, recv, (int fd, void *b, size_t n, int f), .kind = OP_RECV, .fd = fd, .rbuf = b,
+	.n = n, .flags = f)
+WATCHED(read, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al),
+	.kind = OP_RECVFROM, .fd = fd, .rbuf = b, .n = n, .flags = f, .raddr = a, .ralen = al)
+WATCHED(read, recvmsg, (int fd, struct msghdr *m, int f), .kind = OP_RECVMSG, .fd = fd,
+	.rmsg = m, .flags = f)
 
 /* the shared part of the plain calls and their _chk variants */
-static ssize_t do_read(int fd, void *b, size_t n) { READ_WRAP(bs_real_read(fd, b, n), .kind = OP_READ, .fd = fd, .rbuf = b, .n = n); }
-static ssize_t do_recv(int fd, void *b, size_t n, int f) { READ_WRAP(bs_real_recv(fd, b, n, f), .kind = OP_RECV, .fd = fd, .rbuf = b, .n = n,
-		  .flags = f); }
-static ssize_t do_recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
+static inline ssize_t do_read(int fd, void *b, size_t n) { FAST(read, (fd, b, n)); }
+static inline ssize_t do_recv(int fd, void *b, size_t n, int f) { FAST(recv, (fd, b, n, f)); }
+static inline ssize_t do_recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a,
+				  socklen_t *al)
 {
-	READ_WRAP(bs_real_recvfrom(fd, b, n, f, a, al), .kind = OP_RECVFROM, .fd = fd, .rbuf = b,
-		  .n = n, .flags = f, .raddr = a, .ralen = al);
+	FAST(recvfrom, (fd, b, n, f, a, al));
 }
 
 BS_API ssize_t read(int fd, void *b, size_t n) { return do_read(fd, b, n); }
-BS_API ssize_t readv(int fd, const struct iovec *v, int c) { READ_WRAP(bs_real_readv(fd, v, c), .kind = OP_READV, .fd = fd, .riov = v, .cnt = c); }
+BS_API ssize_t readv(int fd, const struct iovec *v, int c) { FAST(readv, (fd, v, c)); }
 BS_API ssize_t recv(int fd, void *b, size_t n, int f) { return do_recv(fd, b, n, f); }
 BS_API ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
 {
 	return do_recvfrom(fd, b, n, f, a, al);
 }
-BS_API ssize_t recvmsg(int fd, struct msghdr *m, int f) { READ_WRAP(bs_real_recvmsg(fd, m, f), .kind = OP_RECVMSG, .fd = fd, .rmsg = m, .flags = f); }
+BS_API ssize_t recvmsg(int fd, struct msghdr *m, int f) { FAST(recvmsg, (fd, m, f)); }
 
 /* _FORTIFY_SOURCE builds call these instead; a failed size check ends the
  * program exactly as libc's own would. */
@@ -260,25 +278,21 @@ static __attribute__((noinline)) ssize_t send_watched(const struct op *o)
 	return send_done(o, st, r, saved);
 }
 
-#define SEND_WRAP(call, ...)                                             \
-	if (unwatched(fd))                                               \
-		return call;                                             \
-	struct op o = {__VA_ARGS__};                                     \
-	return send_watched(&o)
+WATCHED(send, write, (int fd, const void *b, size_t n), .kind = OP_WRITE, .fd = fd, .buf = b,
+	.n = n)
+WATCHED(send, writev, (int fd, const struct iovec *v, int c), .kind = OP_WRITEV, .fd = fd,
+	.iov = v, .cnt = c)
+WATCHED(send, send, (int fd, const void *b, size_t n, int f), .kind = OP_SEND, .fd = fd,
+	.buf = b, .n = n, .flags = f)
+WATCHED(send, sendto, (int fd, const void *b, size_t n, int f, const struct sockaddr *a,
+		       socklen_t al),
+	.kind = OP_SENDTO, .fd = fd, .buf = b, .n = n, .flags = f, .addr = a, .alen = al)
+WATCHED(send, sendmsg, (int fd, const struct msghdr *m, int f), .kind = OP_SENDMSG, .fd = fd,
+	.msg = m, .flags = f)
 
-BS_API ssize_t write(int fd, const void *b, size_t n)
-{
-	SEND_WRAP(bs_real_write(fd, b, n), .kind = OP_WRITE, .fd = fd, .buf = b, .n = n);
-}
-BS_API ssize_t writev(int fd, const struct iovec *v, int c)
-{
-	SEND_WRAP(bs_real_writev(fd, v, c), .kind = OP_WRITEV, .fd = fd, .iov = v, .cnt = c);
-}
-BS_API ssize_t send(int fd, const void *b, size_t n, int f)
-{
-	SEND_WRAP(bs_real_send(fd, b, n, f), .kind = OP_SEND, .fd = fd, .buf = b, .n = n,
-		  .flags = f);
-}
+BS_API ssize_t write(int fd, const void *b, size_t n) { FAST(write, (fd, b, n)); }
+BS_API ssize_t writev(int fd, const struct iovec *v, int c) { FAST(writev, (fd, v, c)); }
+BS_API ssize_t send(int fd, const void *b, size_t n, int f) { FAST(send, (fd, b, n, f)); }
 BS_API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct sockaddr *a,
 		      socklen_t al)
 {
@@ -286,10 +300,6 @@ BS_API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct socka
 	if ((f & MSG_FASTOPEN) && a && (cfg = bs_active()) &&
 	    bs_addr_kind(a, al) == BS_ADDR_INET)
 		return bs_fastopen(cfg, fd, b, n, f, a, al);
-	SEND_WRAP(bs_real_sendto(fd, b, n, f, a, al), .kind = OP_SENDTO, .fd = fd, .buf = b,
-		  .n = n, .flags = f, .addr = a, .alen = al);
+	FAST(sendto, (fd, b, n, f, a, al));
 }
-BS_API ssize_t sendmsg(int fd, const struct msghdr *m, int f)
-{
-	SEND_WRAP(bs_real_sendmsg(fd, m, f), .kind = OP_SENDMSG, .fd = fd, .msg = m, .flags = f);
-}
+BS_API ssize_t sendmsg(int fd, const struct msghdr *m, int f) { FAST(sendmsg, (fd, m, f)); }

@@ -12,7 +12,9 @@
 /* Set while this thread is inside dlsym, so that re-entry cannot recurse. */
 static __thread int in_dlsym __attribute__((tls_model("initial-exec")));
 
-__attribute__((noinline)) static void *resolve_slow(void *_Atomic *slot, const char *name)
+/* libc's `name`, stored in *slot; NULL (slot unchanged) while this thread
+ * is inside dlsym or if the lookup fails. */
+__attribute__((noinline)) static void *look_up(void *_Atomic *slot, const char *name)
 {
 	if (in_dlsym)
 		return NULL;
@@ -22,16 +24,6 @@ __attribute__((noinline)) static void *resolve_slow(void *_Atomic *slot, const c
 	if (p)
 		atomic_store_explicit(slot, p, memory_order_release);
 	return p;
-}
-
-/* The hot part: one load once resolved. */
-static inline __attribute__((always_inline)) void *resolve(void *_Atomic *slot,
-							   const char *name)
-{
-	void *p = atomic_load_explicit(slot, memory_order_acquire);
-	if (__builtin_expect(p != NULL, 1))
-		return p;
-	return resolve_slow(slot, name);
 }
 
 /* Fallbacks that take more than one system call. */
@@ -87,54 +79,32 @@ static int bs_sys_dup2(int a, int b)
 	return (int)syscall(SYS_dup3, a, b, 0);
 }
 
-/* Per call: the pointer type, the slot, a typed accessor returning NULL
- * until resolved, and bs_real_name() calling it or the fallback. */
-#define SLOT(ret, name, params)                                          \
-	typedef ret (*name##_t) params;                                  \
-	static void *_Atomic slot_##name;                                \
-	static name##_t get_##name(void)                                 \
-	{                                                                \
-		return (name##_t)resolve(&slot_##name, #name);           \
-	}
-
-/* The resolved case is a load, a test and a tail call: the rest (dlsym,
- * the fallback) lives in a cold function of its own, so no frame is set up
- * on the way to libc. */
-#define BS_REAL(ret, name, params, args, fallback)                       \
-	SLOT(ret, name, params)                                          \
-	static __attribute__((noinline, cold)) ret unresolved_##name params \
-	{                                                                \
-		name##_t f = get_##name();                               \
-		if (f)                                                   \
-			return f args;                                   \
-		return fallback;                                         \
-	}                                                                \
-	ret bs_real_##name params                                        \
-	{                                                                \
-		name##_t f = (name##_t)atomic_load_explicit(             \
-			&slot_##name, memory_order_acquire);             \
-		if (__builtin_expect(f != NULL, 1))                      \
-			return f args;                                   \
-		return unresolved_##name args;                           \
-	}
-#define BS_REAL_VOID(name, params, args, fallback)                       \
-	SLOT(void, name, params)                                         \
-	void bs_real_##name params                                       \
-	{                                                                \
-		name##_t f = get_##name();                               \
-		if (f)                                                   \
-			f args;                                          \
-		else                                                     \
-			fallback;                                        \
-	}
+/* Per call: the resolver the slot starts at (cold: it runs once, or while
+ * dlsym is busy in this thread), and the slot. */
+#define RESOLVER(ret, name, params, args, call_fallback)                  \
+	static __attribute__((noinline, cold)) ret resolve_##name params  \
+	{                                                                 \
+		bs_##name##_fn f = (bs_##name##_fn)look_up(               \
+			(void *_Atomic *)&bs_slot_##name, #name);         \
+		if (f)                                                    \
+			return f args;                                    \
+		call_fallback;                                            \
+	}                                                                 \
+	bs_##name##_fn _Atomic bs_slot_##name = resolve_##name;
+#define BS_REAL(ret, name, params, args, fallback) RESOLVER(ret, name, params, args, return fallback)
+#define BS_REAL_VOID(name, params, args, fallback) RESOLVER(void, name, params, args, fallback)
 #include "interposed.def"
 #undef BS_REAL
 #undef BS_REAL_VOID
 
+/* Resolve every slot still at its resolver. */
 void bs_real_resolve_all(void)
 {
-#define BS_REAL(ret, name, params, args, fallback) get_##name();
-#define BS_REAL_VOID(name, params, args, fallback) get_##name();
+#define RESOLVE(name)                                                      \
+	if (atomic_load(&bs_slot_##name) == resolve_##name)                 \
+		look_up((void *_Atomic *)&bs_slot_##name, #name);
+#define BS_REAL(ret, name, params, args, fallback) RESOLVE(name)
+#define BS_REAL_VOID(name, params, args, fallback) RESOLVE(name)
 #include "interposed.def"
 #undef BS_REAL
 #undef BS_REAL_VOID

@@ -40,6 +40,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -49,8 +50,24 @@
  * rest. */
 #define BS_API __attribute__((visibility("default")))
 
-#define BS_REAL(ret, name, params, args, fallback) ret bs_real_##name params;
-#define BS_REAL_VOID(name, params, args, fallback) void bs_real_##name params;
+/* Each call has a slot holding the function to call. It starts at a
+ * resolver of the shim's own (which looks the symbol up, stores it and
+ * calls it, or the fallback) and holds libc's function once resolved, so
+ * bs_real_name() is one load and an indirect tail call in every case. */
+#define BS_REAL(ret, name, params, args, fallback)                        \
+	typedef ret (*bs_##name##_fn) params;                              \
+	extern __attribute__((visibility("hidden"))) bs_##name##_fn _Atomic bs_slot_##name;                    \
+	static inline __attribute__((always_inline)) ret bs_real_##name params \
+	{                                                                  \
+		return atomic_load_explicit(&bs_slot_##name, memory_order_acquire) args; \
+	}
+#define BS_REAL_VOID(name, params, args, fallback)                         \
+	typedef void (*bs_##name##_fn) params;                             \
+	extern __attribute__((visibility("hidden"))) bs_##name##_fn _Atomic bs_slot_##name;                    \
+	static inline __attribute__((always_inline)) void bs_real_##name params \
+	{                                                                  \
+		atomic_load_explicit(&bs_slot_##name, memory_order_acquire) args; \
+	}
 #include "interposed.def"
 #undef BS_REAL
 #undef BS_REAL_VOID

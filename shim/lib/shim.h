@@ -28,6 +28,9 @@
 #define BS_RES_FALLBACK (2 * BS_NS_PER_SEC)
 
 const struct bs_config *bs_active(void);
+/* The settings when connect.c's fresh path may serve them (init.c), else
+ * NULL, as before start-up. */
+extern const struct bs_config *_Atomic bs_fresh_cfg_g __attribute__((visibility("hidden")));
 /* The settings for one destination ([dest ...] rules), fast when none. */
 int bs_name_has(void *ctx, uint64_t name, uint64_t key);
 static inline const struct bs_config *bs_cfg_for(const struct bs_config *cfg,
@@ -35,7 +38,11 @@ static inline const struct bs_config *bs_cfg_for(const struct bs_config *cfg,
 {
 	return bs_config_for(cfg, addr, len, bs_name_has, NULL);
 }
-struct bs_table *bs_tab(void);
+extern struct bs_table *bs_tab_g __attribute__((visibility("hidden")));
+static inline struct bs_table *bs_tab(void)
+{
+	return bs_tab_g;
+}
 /* The fd table, read directly on the hot path of every read/write. */
 extern struct bs_fdtab bs_fdtab_g __attribute__((visibility("hidden")));
 static inline struct bs_fdtab *bs_fds(void)
@@ -70,6 +77,10 @@ static inline int bs_nb_mode(const struct bs_config *cfg)
  * AF_INET/AF_INET6 (or enabled AF_UNIX) destination. */
 int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key);
+/* The engine from where the program's own connect (started at t0) failed
+ * with err; saved is errno as the program had it. */
+int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
+			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved);
 
 /* outcome.c: what any wrapper learned about a destination, published to
  * the table, the fd table, the resolution records and the log. */

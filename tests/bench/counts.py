@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""counts: what the shim adds to each operation of the bench loops, counted
+rather than timed (issue 11):
+
+  - instructions per operation (valgrind --tool=callgrind, all threads),
+    without the shim and with it;
+  - system calls per operation (strace -f -c), without the shim, with it,
+    and with it while the shared table holds a failing destination (another
+    process failed to reach a dead port first).
+
+Each figure is a slope: the loop is run at two lengths and the difference
+divided by the difference in operations, so start-up (the dynamic loader,
+the shim's initialisation, the worker's threads) cancels out.
+
+  counts.py BENCH LIB [--check]   print the table; with --check, exit 1 if
+                                  a target is missed (the test suite's use)
+
+Targets (issue 11): at most 10 instructions added per send or recv on a
+descriptor the shim does not watch, and no system call added anywhere in
+these loops. The connect loop's added instructions are printed against the
+issue's target of 100 (socket, connect and close of a never-failed
+destination, plus the listener's accept and close in the same process).
+"""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+# (worker, short length, long length, calls the shim wraps per operation)
+LOOPS = [
+    ("connect", 300, 900, "socket+connect+setsockopt+close, accept+close"),
+    ("pingpong", 3000, 9000, "2 x send + 2 x recv"),
+    ("epoll", 3000, 9000, "epoll_wait + 2 x recv + 2 x send"),
+]
+WARM = 1.05  # the worker adds n/20 untimed warm-up operations
+SEND_RECV_TARGET = 10.0  # per call (pingpong: 4 calls per round trip)
+CONNECT_TARGET = 100.0
+
+
+def worker_env(lib, table):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    for k in list(env):
+        if k.startswith("BACKOFFSHIM_"):
+            del env[k]
+    if lib:
+        env["LD_PRELOAD"] = lib
+        env["BACKOFFSHIM_SHARED"] = table
+    return env
+
+
+def callgrind(bench, what, n, env):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "cg.out")
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+                            bench, "--worker", what, str(n)],
+                           env=env, capture_output=True, text=True, timeout=600)
+        m = re.search(r"Collected : (\d+)", r.stderr)
+        if r.returncode != 0 or not m:
+            sys.exit("counts: callgrind %s %d failed: %s" % (what, n, r.stderr[-500:]))
+        return int(m.group(1))
+
+
+def strace_counts(bench, what, n, env):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "st.out")
+        r = subprocess.run(["strace", "-f", "-c", "-o", out, bench, "--worker", what, str(n)],
+                           env=env, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            sys.exit("counts: strace %s %d failed: %s" % (what, n, r.stderr[-500:]))
+        calls = {}
+        for line in open(out):
+            f = line.split()
+            # "% time seconds usecs/call calls [errors] syscall"
+            if len(f) >= 5 and f[-1] != "total" and re.match(r"^[\d.]+$", f[0]):
+                calls[f[-1]] = int(f[3])
+        return calls
+
+
+def slope(a, b, n1, n2):
+    return (b - a) / ((n2 - n1) * WARM)
+
+
+def per_op_syscalls(bench, what, n1, n2, env):
+    a, b = strace_counts(bench, what, n1, env), strace_counts(bench, what, n2, env)
+    per = {}
+    for k in set(a) | set(b):
+        v = slope(a.get(k, 0), b.get(k, 0), n1, n2)
+        if abs(v) >= 0.05:
+            per[k] = round(v, 1)
+    return per
+
+
+def fail_once(lib, table):
+    """A process that fails to reach a dead port through the shim, so that
+    the shared table holds an entry when the loops run."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nobody listens there now
+    env = worker_env(lib, table)
+    env["BACKOFFSHIM_MAX_ATTEMPTS"] = "1"
+    env["BACKOFFSHIM_LOG"] = "off"
+    code = ("import socket\ntry: socket.create_connection(('127.0.0.1', %d))\n"
+            "except OSError: pass\n" % port)
+    subprocess.run([sys.executable, "-c", code], env=env, timeout=30, check=True)
+    if os.path.getsize(table) == 0:
+        sys.exit("counts: the shared table was not created at %s" % table)
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    check = "--check" in sys.argv
+    if len(args) != 2:
+        sys.exit(__doc__)
+    bench, lib = os.path.abspath(args[0]), os.path.abspath(args[1])
+    for tool in ("valgrind", "strace"):
+        if not shutil.which(tool):
+            sys.exit("counts: %s is needed" % tool)
+    missed = []
+    with tempfile.TemporaryDirectory() as d:
+        table = os.path.join(d, "table")
+        print("instructions per operation (callgrind, all threads; slope of two lengths):")
+        added = {}
+        for what, n1, n2, calls in LOOPS:
+            plain = slope(callgrind(bench, what, n1, worker_env(None, table)),
+                          callgrind(bench, what, n2, worker_env(None, table)), n1, n2)
+            shim = slope(callgrind(bench, what, n1, worker_env(lib, table)),
+                         callgrind(bench, what, n2, worker_env(lib, table)), n1, n2)
+            added[what] = shim - plain
+            print("  %-9s plain %6.1f  shim %6.1f  added %6.1f   (%s)"
+                  % (what, plain, shim, shim - plain, calls))
+        per_call = added["pingpong"] / 4
+        print("  send/recv on an unwatched fd: %.1f added per call (target <= %.0f)"
+              % (per_call, SEND_RECV_TARGET))
+        if per_call > SEND_RECV_TARGET:
+            missed.append("send/recv: %.1f instructions added per call" % per_call)
+        print("  connect loop: %.1f added per operation (issue 11's target for socket+connect"
+              "+close: %.0f)" % (added["connect"], CONNECT_TARGET))
+        fail_once(lib, table)
+        plain = slope(callgrind(bench, "connect", 300, worker_env(None, table)),
+                      callgrind(bench, "connect", 900, worker_env(None, table)), 300, 900)
+        shim = slope(callgrind(bench, "connect", 300, worker_env(lib, table)),
+                     callgrind(bench, "connect", 900, worker_env(lib, table)), 300, 900)
+        print("  connect loop with the shared table in use: %.1f added per operation"
+              % (shim - plain))
+        print("system calls per operation (strace -f -c; slope of two lengths):")
+        for what, n1, n2, _ in LOOPS:
+            plain = per_op_syscalls(bench, what, n1, n2, worker_env(None, table))
+            shim = per_op_syscalls(bench, what, n1, n2, worker_env(lib, table))
+            same = plain == shim
+            print("  %-9s without the shim: %s\n  %-9s with it, shared table in use: %s %s"
+                  % (what, fmt(plain), "", fmt(shim), "(equal)" if same else "(DIFFERENT)"))
+            if not same:
+                missed.append("%s: system calls differ: %s vs %s" % (what, plain, shim))
+    for m in missed:
+        print("counts: target missed: " + m)
+    return 1 if check and missed else 0
+
+
+def fmt(per):
+    return ", ".join("%s %.1f" % kv for kv in sorted(per.items())) or "none"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
