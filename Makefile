@@ -131,6 +131,7 @@ integration: $(SO) $(CLI) $(PROG_BIN) | test-deps
 	@python3 tests/integration/run.py
 
 demo: $(SO) $(BUILD)/progs/legacy_client
+	@scripts/install-deps --check demo >/dev/null 2>&1 || scripts/install-deps demo
 	@scripts/demo.sh
 
 # Wall-time ratios, then what they cannot show: instructions (callgrind)

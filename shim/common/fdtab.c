@@ -165,10 +165,9 @@ void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t si
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (!s)
 		return;
-	if (addr->sa_family != AF_INET ||
-	    atomic_load_explicit(&s->flags, memory_order_relaxed) & ~BS_FDF_NO_PARK) {
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ~BS_FDF_NO_PARK) {
 		bs_fd_track(t, fd, BS_FD_PROBATION, key, since, since, addr,
-			    sizeof(struct sockaddr_in6));
+			    sizeof(struct sockaddr_in));
 		return;
 	}
 	/* An IPv4 key holds the whole address: none is stored (length 0),

@@ -185,9 +185,10 @@ static inline int bs_fd_drop_probation(struct bs_fdslot *s, struct bs_table *tab
 	return 1;
 }
 
-/* bs_fd_track(BS_FD_PROBATION) of an internet socket the table is not
- * tracking (state BS_FD_NONE) that has just connected, at `since`: the
- * fast path's few stores. The address is kept at its family's size. */
+/* bs_fd_track(BS_FD_PROBATION) of an IPv4 socket (addr: a sockaddr_in)
+ * the table is not tracking (state BS_FD_NONE) that has just connected,
+ * at `since`: the fast path's few stores. The address is kept as its key
+ * (which holds all of it) and bs_fd_read_dest rebuilds it. */
 void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t since,
 			   const struct sockaddr *addr);
 /* The connect error was consumed by the shim; keep it for the program. */

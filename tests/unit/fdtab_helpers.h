@@ -20,9 +20,11 @@
 static inline struct bs_fdtab *new_tab(void)
 {
 	struct bs_fdtab *t = calloc(1, sizeof *t);
-	struct bs_fdslot *slots = calloc(CAP, sizeof *slots);
+	/* (slots are aligned to their power-of-two size, as mmap gives them) */
+	struct bs_fdslot *slots = aligned_alloc(BS_FD_SLOT_SIZE, CAP * sizeof *slots);
 	assert_non_null(t);
 	assert_non_null(slots);
+	memset(slots, 0, CAP * sizeof *slots);
 	bs_fdtab_init(t, slots, CAP);
 	return t;
 }

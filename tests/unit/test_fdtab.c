@@ -1,12 +1,15 @@
 /* Unit tests for fdtab.c: untracked and out-of-range fds, track (key, times,
  * IPv4/IPv6 addresses, addresses too long to keep), set, clear, copy (dup2),
  * clear_range (close_range/closefrom, bounded by the high-water mark),
- * fail/take_err, the consistent destination reader, the socket identity
- * and the program's epoll registrations.
+ * fail/take_err, the consistent destination reader, the socket identity,
+ * the program's epoll registrations and the fast path's pieces (the
+ * fresh IPv4 track, the one-store close, renewal of a clean slot).
  * Threads are in test_fdtab_threads.c. */
 #include "fdtab_helpers.h"
 
+#include "addr.h"
 #include "fdtab.h"
+#include "table.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -345,6 +348,100 @@ static void test_read_dest(void **state)
 	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 1);
 }
 
+/* The fresh path's track: an IPv4 connection on probation whose address
+ * is kept as its key and read back whole; a slot with flags beyond
+ * NO_PARK takes the full track; an identity is cleared. */
+static void test_track_connected(void **state)
+{
+	struct bs_fdtab *t = *state;
+	struct sockaddr_in a4 = v4(5432);
+	uint64_t key = bs_addr_key((struct sockaddr *)&a4, sizeof a4);
+	bs_fd_track_connected(t, 9, key, 777, (struct sockaddr *)&a4);
+	assert_int_equal(atomic_load(&t->slots[9].addrlen), 0); /* nothing stored... */
+	expect_slot(t, 9, BS_FD_PROBATION, key, 777, 0, &a4, sizeof a4); /* ...all read */
+	assert_int_equal(high(t), 10);
+	assert_false(bs_fd_any_pending(t));
+
+	/* flags beyond NO_PARK (a socket the shim took out of an epoll set):
+	 * the full track, which keeps NO_PARK only */
+	atomic_store(&t->slots[11].flags, BS_FDF_NO_PARK | BS_FDF_EP_REMOVED);
+	bs_fd_track_connected(t, 11, key, 5, (struct sockaddr *)&a4);
+	expect_slot(t, 11, BS_FD_PROBATION, key, 5, 5, &a4, sizeof a4);
+	assert_int_equal(atomic_load(&t->slots[11].flags), BS_FDF_NO_PARK);
+
+	/* an identity left by an earlier socket of that number is cleared */
+	bs_fd_set_ident(t, 12, 1, 2);
+	assert_true(bs_fd_ident_matches(t, 12, 1, 2));
+	bs_fd_track_connected(t, 12, key, 6, (struct sockaddr *)&a4);
+	assert_false(bs_fd_ident_matches(t, 12, 1, 2));
+	expect_slot(t, 12, BS_FD_PROBATION, key, 6, 0, &a4, sizeof a4);
+
+	/* a key of another kind with no stored address reads as no address */
+	bs_fd_track(t, 13, BS_FD_PROBATION, 0xabc, 1, 1, NULL, 0);
+	expect_slot(t, 13, BS_FD_PROBATION, 0xabc, 1, 1, NULL, 0);
+	/* out of range: nothing */
+	bs_fd_track_connected(t, (int)CAP, key, 1, (struct sockaddr *)&a4);
+	bs_fd_track_connected(t, -1, key, 1, (struct sockaddr *)&a4);
+	assert_int_equal(high(t), 14);
+}
+
+/* close() of a connection only on probation to a destination with no
+ * entry: one store. Anything more, and the slot is left for the full path. */
+static void test_drop_probation(void **state)
+{
+	struct bs_fdtab *t = *state;
+	struct bs_table *tab = calloc(1, sizeof *tab);
+	assert_non_null(tab);
+	struct sockaddr_in a4 = v4(80);
+	uint64_t key = bs_addr_key((struct sockaddr *)&a4, sizeof a4);
+	bs_fd_track_connected(t, 3, key, 1, (struct sockaddr *)&a4);
+	assert_true(bs_fd_drop_probation(bs_fd_slot(t, 3), tab));
+	assert_int_equal(bs_fd_state(t, 3), BS_FD_NONE);
+	/* not on probation */
+	bs_fd_track(t, 4, BS_FD_CONNECTING, key, 1, 1, NULL, 0);
+	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 4), tab));
+	assert_int_equal(bs_fd_state(t, 4), BS_FD_CONNECTING);
+	/* an epoll registration, flags, an identity: the full path */
+	bs_fd_track_connected(t, 5, key, 1, (struct sockaddr *)&a4);
+	bs_fd_ep_added(t, 20, 5, 1, 5);
+	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 5), tab));
+	bs_fd_track_connected(t, 6, key, 1, (struct sockaddr *)&a4);
+	atomic_store(&t->slots[6].flags, BS_FDF_NO_PARK);
+	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 6), tab));
+	bs_fd_track_connected(t, 7, key, 1, (struct sockaddr *)&a4);
+	bs_fd_set_ident(t, 7, 1, 1);
+	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 7), tab));
+	/* its destination has an entry (a reset may be due) */
+	bs_fd_track_connected(t, 8, key, 1, (struct sockaddr *)&a4);
+	assert_non_null(bs_table_claim(tab, key, 1, 1000000000ull));
+	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 8), tab));
+	assert_int_equal(bs_fd_state(t, 8), BS_FD_PROBATION);
+	free(tab);
+}
+
+/* socket()/accept(): a clean slot is only read; a slot with anything left
+ * in it (a number closed behind the shim's back) is renewed. */
+static void test_renew(void **state)
+{
+	struct bs_fdtab *t = *state;
+	bs_fd_renew(t, 3);
+	assert_int_equal(bs_fd_state(t, 3), BS_FD_NONE);
+	bs_fd_ep_added(t, 20, 4, 1, 4); /* registered, never connected */
+	atomic_store(&t->slots[5].flags, BS_FDF_NO_PARK);
+	bs_fd_set_ident(t, 6, 1, 1);
+	bs_fd_track(t, 7, BS_FD_CONNECTING, 7, 1, 1, NULL, 0);
+	for (int fd = 4; fd <= 7; fd++) {
+		bs_fd_renew(t, fd);
+		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
+		assert_int_equal(atomic_load(&t->slots[fd].flags), 0);
+		assert_int_equal(atomic_load(&t->slots[fd].ep_set), 0);
+		assert_int_equal(atomic_load(&t->slots[fd].has_ident), 0);
+	}
+	assert_false(bs_fd_any_pending(t));
+	bs_fd_renew(t, -1);
+	bs_fd_renew(t, (int)CAP);
+}
+
 /* The socket's identity: recorded, matched, cleared by track and clear
  * (and close_range), carried along by copy. */
 static void test_ident(void **state)
@@ -462,6 +559,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_and_take, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_read_dest, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_ident, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_track_connected, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_drop_probation, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_renew, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_epoll_registrations, tab_setup, tab_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
