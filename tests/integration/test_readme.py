@@ -1,6 +1,8 @@
 """The README tells the truth (issue 11): every ```sh block runs as shown
 (from the source tree, with build/ on PATH), the systemd unit passes
-`systemd-analyze verify`, and the page stays a front page (at most 12 KB)."""
+`systemd-analyze verify`, the Dockerfile lines are checked statically (no
+container engine here) and the page stays a front page (at most 12 KB)."""
+import json
 import os
 import re
 import shutil
@@ -54,3 +56,54 @@ def test_the_systemd_unit_verifies():
                            timeout=60)
         problems = [l for l in (r.stdout + r.stderr).splitlines() if "myapp.service" in l]
         check(r.returncode == 0 and not problems, "verify: %r %r" % (r.stdout, r.stderr))
+
+
+# Dockerfile instructions (the Dockerfile reference's list)
+DOCKER_INSTRUCTIONS = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY",
+                       "ENTRYPOINT", "VOLUME", "USER", "WORKDIR", "ARG", "ONBUILD",
+                       "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
+
+
+def test_the_dockerfile_lines_hold_together():
+    """Every line is a Dockerfile instruction; COPY copies files the build
+    makes; ENTRYPOINT is an exec-form JSON array whose `run` line passes
+    run's own checks (through `schedule`, which takes run's options); and
+    with the files where the COPY lines put them, `run` finds the library
+    and preloads it."""
+    blocks = _blocks("dockerfile")
+    check(len(blocks) == 1, "the Dockerfile: %r" % blocks)
+    copies, entry = {}, None
+    for line in blocks[0].splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        check(word in DOCKER_INSTRUCTIONS, "not an instruction: %r" % line)
+        if word == "COPY":
+            src, dest = rest.split()
+            check(os.path.exists(os.path.join(BUILD, src)), "COPY of %s: the build makes no"
+                  " such file" % src)
+            check(dest.startswith("/") and dest.endswith("/"), "COPY into %r" % dest)
+            copies[src] = dest
+        if word == "ENTRYPOINT":
+            entry = json.loads(rest)
+    check(isinstance(entry, list) and all(isinstance(a, str) for a in entry),
+          "ENTRYPOINT is not an exec-form array: %r" % entry)
+    check(entry[0] in copies and entry[1] == "run" and "--" in entry,
+          "ENTRYPOINT: %r" % entry)
+    dash = entry.index("--")
+    r = subprocess.run([os.path.join(BUILD, "backoffshim"), "schedule"] + entry[2:],
+                       env=base_env(), capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, "the run line's options: rc=%d %r" % (r.returncode, r.stderr))
+    with tempfile.TemporaryDirectory() as root:
+        for src, dest in copies.items():
+            os.makedirs(root + dest, exist_ok=True)
+            shutil.copy2(os.path.join(BUILD, src), root + dest)
+        # the program itself (/app/client) replaced by one that says what
+        # it was given
+        argv = [root + copies[entry[0]] + entry[0]] + entry[1:dash + 1] + [
+            "/bin/sh", "-c", 'echo "$LD_PRELOAD"']
+        r = subprocess.run(argv, env=base_env(BACKOFFSHIM_SHARED="off"), capture_output=True,
+                           text=True, timeout=30)
+        want = root + copies["libbackoffshim.so"] + "libbackoffshim.so"
+        check(r.returncode == 0 and os.path.realpath(r.stdout.strip()) == os.path.realpath(want),
+              "run did not preload %s: rc=%d %r %r" % (want, r.returncode, r.stdout, r.stderr))
