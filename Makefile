@@ -2,7 +2,6 @@
 CC      ?= cc
 BUILD   := build
 PREFIX  ?= /usr/local
-INIH_A  ?= $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -fvisibility=hidden \
@@ -40,7 +39,7 @@ all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
 deps:
-	@test -f /usr/include/ini.h -a -n "$(INIH_A)" || scripts/install-deps build
+	@scripts/install-deps --check build >/dev/null 2>&1 || scripts/install-deps build
 test-deps: deps
 	@scripts/install-deps --check test >/dev/null 2>&1 || scripts/install-deps test
 

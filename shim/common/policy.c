@@ -168,14 +168,6 @@ double bs_policy_unit(uint64_t r)
 	return (double)(r >> 11) * 0x1.0p-53;
 }
 
-uint64_t bs_mix64(uint64_t x)
-{
-	x += BS_GOLDEN;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* --- the range of bs_policy_wait()'s answers (see policy.h) --- */
 
 static uint64_t range_ns(double v)
