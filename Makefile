@@ -87,7 +87,7 @@ $(BENCH_BIN): tests/bench/connect_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lpthread
 
-check: $(SO) $(CLI) $(UNIT_BIN) $(PROG_BIN) | test-deps
+check: $(SO) $(CLI) $(UNIT_BIN) $(PROG_BIN) $(BENCH_BIN) | test-deps
 	@$(MAKE) --no-print-directory cross-check
 	@scripts/check.sh $(UNIT_BIN)
 

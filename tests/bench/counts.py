@@ -17,9 +17,9 @@ the shim's initialisation, the worker's threads) cancels out.
 
 Targets (issue 11): at most 10 instructions added per send or recv on a
 descriptor the shim does not watch, and no system call added anywhere in
-these loops. The connect loop's added instructions are printed against the
-issue's target of 100 (socket, connect and close of a never-failed
-destination, plus the listener's accept and close in the same process).
+these loops. The client's socket+connect+close to a never-failed
+destination is printed against the issue's target of 100, which is not
+met (docs/performance.md); --check holds it to CONNECT_BOUND.
 """
 import os
 import re
@@ -37,7 +37,9 @@ LOOPS = [
 ]
 WARM = 1.05  # the worker adds n/20 untimed warm-up operations
 SEND_RECV_TARGET = 10.0  # per call (pingpong: 4 calls per round trip)
-CONNECT_TARGET = 100.0
+CONNECT_TARGET = 100.0   # issue 11's, not met: docs/performance.md says why
+CONNECT_BOUND = 240.0    # what --check holds the client's side to (207 today),
+                         # so that the fast path cannot quietly grow back
 
 
 def worker_env(lib, table):
@@ -155,7 +157,10 @@ def main():
             missed.append("send/recv: %.1f instructions added per call" % per_call)
         client = client_added(bench, lib, table)
         print("  the client's socket+connect+close alone (inside connect_once): %.1f added"
-              " (issue 11's target: %.0f)" % (client, CONNECT_TARGET))
+              " (issue 11's target: %.0f, not met)" % (client, CONNECT_TARGET))
+        if client > CONNECT_BOUND:
+            missed.append("socket+connect+close: %.1f instructions added (bound %.0f)"
+                          % (client, CONNECT_BOUND))
         fail_once(lib, table)
         print("  the same, with the shared table in use (another process failed first): "
               "%.1f added" % client_added(bench, lib, table))
