@@ -218,3 +218,44 @@ def test_log_format_json_time_program_and_journal():
         err = f.read()
     p.wait(20)
     check(re.match(r"^<3>backoffshim\[\d+\] legacy_client: connect ", err), "journal: %r" % err)
+
+
+def test_log_file_rotated_away_is_followed():
+    """A log file renamed (logrotate) or unlinked between two lines: the
+    next line goes to a new file at the configured path, never to the old
+    one. Lines in a file carry a time by default."""
+    port = free_port()
+    code = ("import socket, sys\n"
+            "for _ in range(3):\n"
+            "    try: socket.create_connection(('127.0.0.1', %d))\n"
+            "    except OSError: pass\n"
+            "    print('tried', flush=True); sys.stdin.readline()\n" % port)
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "shim.log")
+        env = shim_env(BACKOFFSHIM_LOG_FILE=log, BACKOFFSHIM_MAX_ATTEMPTS="1")
+        p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            lines = []
+            for step in ("rename", "unlink", None):
+                check(p.stdout.readline().strip() == "tried", "the client did not try")
+                lines.append(open(log).read())
+                if step == "rename":
+                    os.rename(log, log + ".1")
+                elif step == "unlink":
+                    os.unlink(log)
+                p.stdin.write("\n")
+                p.stdin.flush()
+            out, err = p.communicate(timeout=20)
+        finally:
+            p.kill()
+        check(p.returncode == 0 and err == "", "rc=%r stderr %r" % (p.returncode, err))
+        first = open(log + ".1").read().splitlines()
+        check(len(first) == 1 and "giving up" in first[0], "the rotated file: %r" % first)
+        check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z backoffshim\[", first[0]),
+              "no time on a file's line: %r" % first[0])
+        # the second line went to a new file, which was then unlinked; the
+        # third to another new one
+        check(lines[1].count("giving up") == 1, "after the rename: %r" % lines[1])
+        last = open(log).read().splitlines()
+        check(len(last) == 1 and "giving up" in last[0], "after the unlink: %r" % last)
