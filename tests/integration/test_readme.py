@@ -107,3 +107,18 @@ def test_the_dockerfile_lines_hold_together():
         want = root + copies["libbackoffshim.so"] + "libbackoffshim.so"
         check(r.returncode == 0 and os.path.realpath(r.stdout.strip()) == os.path.realpath(want),
               "run did not preload %s: rc=%d %r %r" % (want, r.returncode, r.stdout, r.stderr))
+
+
+def test_the_glibc_it_names_is_the_builds():
+    """The README's "glibc 2.NN or later" is the newest symbol version the
+    library and the command need, as built."""
+    said = re.search(r"glibc (2\.\d+) or later", open(README).read())
+    check(said, "the README names no glibc version")
+    newest = (2, 0)
+    for f in (os.path.join(BUILD, "libbackoffshim.so"), os.path.join(BUILD, "backoffshim")):
+        r = subprocess.run(["objdump", "-T", f], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, "objdump -T %s: %r" % (f, r.stderr))
+        for v in re.findall(r"\(GLIBC_(2\.\d+)\)", r.stdout):
+            newest = max(newest, tuple(int(x) for x in v.split(".")))
+    check("%d.%d" % newest == said.group(1), "the build needs glibc %d.%d, the README says %s"
+          % (newest + (said.group(1),)))
