@@ -56,17 +56,6 @@ static size_t unix_path_len(const struct sockaddr_un *un, socklen_t len)
 	return n;
 }
 
-socklen_t bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *in)
-{
-	if ((key & ~LOW60) != TAG_V4)
-		return 0;
-	memset(in, 0, sizeof *in);
-	in->sin_family = AF_INET;
-	in->sin_port = htons((uint16_t)(key >> 32));
-	in->sin_addr.s_addr = htonl((uint32_t)key);
-	return sizeof *in;
-}
-
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 {
 	switch (bs_addr_kind(addr, len)) {

@@ -37,10 +37,6 @@ static inline uint64_t bs_addr_v4_key(const struct sockaddr *addr, socklen_t len
 	return BS_ADDR_TAG_V4 | (uint64_t)ntohs(in.sin_port) << 32 | ntohl(in.sin_addr.s_addr);
 }
 
-/* The IPv4 address an IPv4 key names (a key holds all of it), written to
- * *in; its length, or 0 for a key of another kind. */
-socklen_t bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *in);
-
 /* "127.0.0.1:5432", "[::1]:6379", "unix:/run/x.sock", "unix:@abstract".
  * Always NUL-terminated; truncated to cap. Returns the length written. */
 size_t bs_addr_format(const struct sockaddr *addr, socklen_t len, char *buf,

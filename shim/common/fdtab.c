@@ -1,6 +1,5 @@
 /* fdtab: per-fd tracking state. See fdtab.h. */
 #include "fdtab.h"
-#include "addr.h"
 #include "util.h"
 
 #include <netinet/in.h>
@@ -147,14 +146,29 @@ static void track_dest(struct bs_fdtab *t, int fd, enum bs_fd_state st, const st
 	set_state(t, s, alone ? st : BS_FD_NONE);
 }
 
+/* How much of addr a slot keeps: all of it up to BS_FD_ADDR_MAX; of an
+ * internet address passed with a longer length (a sockaddr_storage's), its
+ * family's own size; otherwise nothing. */
+static socklen_t kept_len(const struct sockaddr *addr, socklen_t len)
+{
+	if (len <= BS_FD_ADDR_MAX)
+		return len;
+	if (addr->sa_family == AF_INET)
+		return sizeof(struct sockaddr_in);
+	if (addr->sa_family == AF_INET6)
+		return sizeof(struct sockaddr_in6);
+	return 0;
+}
+
 void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
 		 socklen_t len)
 {
 	struct dest d = {.key = key};
-	if (addr && len <= BS_FD_ADDR_MAX) {
-		memcpy(d.addr, addr, len);
-		d.len = len;
+	socklen_t keep = addr ? kept_len(addr, len) : 0;
+	if (keep) {
+		memcpy(d.addr, addr, keep);
+		d.len = keep;
 	}
 	track_dest(t, fd, st, &d, since, call_start);
 }
@@ -170,12 +184,15 @@ void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t si
 			    sizeof(struct sockaddr_in));
 		return;
 	}
-	/* An IPv4 key holds the whole address: none is stored (length 0),
-	 * and bs_fd_read_dest rebuilds it from the key. */
+	uint64_t w0, w1; /* the sockaddr_in's 16 bytes, as put() stores them */
+	memcpy(&w0, addr, 8);
+	memcpy(&w1, (const char *)addr + 8, 8);
 	atomic_store_explicit(&s->since, since, memory_order_relaxed);
 	uint32_t g = write_begin(s);
 	atomic_store_explicit(&s->key, key, memory_order_relaxed);
-	atomic_store_explicit(&s->addrlen, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->addr[0], w0, memory_order_relaxed);
+	atomic_store_explicit(&s->addr[1], w1, memory_order_relaxed);
+	atomic_store_explicit(&s->addrlen, sizeof(struct sockaddr_in), memory_order_relaxed);
 	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed)) {
 		atomic_store_explicit(&s->has_ident, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->ident_dev, 0, memory_order_relaxed);
@@ -300,8 +317,6 @@ int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 		d.len = 0; /* cannot happen: writers never store more */
 	if (addr)
 		memcpy(addr, d.addr, d.len);
-	if (!d.len && addr) /* kept as its key (bs_fd_track_connected) */
-		d.len = bs_addr_of_v4_key(d.key, (struct sockaddr_in *)(void *)addr);
 	*len = d.len;
 	return 1;
 }

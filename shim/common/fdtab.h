@@ -146,7 +146,8 @@ static inline unsigned bs_fd_state(struct bs_fdtab *t, int fd)
 }
 
 /* Start tracking fd (addr may be NULL for kinds not reconnected; an
- * address longer than BS_FD_ADDR_MAX is not kept). Clears the identity. */
+ * address longer than BS_FD_ADDR_MAX is kept at its family's size if it is
+ * an internet one, else not kept). Clears the identity. */
 void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
 		 socklen_t len);
@@ -180,15 +181,17 @@ static inline int bs_fd_drop_probation(struct bs_fdslot *s, struct bs_table *tab
 	     atomic_load_explicit(&s->ep_set, memory_order_relaxed)) ||
 	    bs_table_find(tab, atomic_load_explicit(&s->key, memory_order_relaxed)))
 		return 0;
-	/* (probation is not pending: no counter moves, as set_state knows) */
-	atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_release);
-	return 1;
+	/* (probation is not pending: no counter moves, as set_state knows;
+	 * the exchange only if the state is still that, so that a racing
+	 * move to a pending state keeps its count right) */
+	unsigned seen = BS_FD_PROBATION;
+	return atomic_compare_exchange_strong_explicit(&s->state, &seen, BS_FD_NONE,
+						       memory_order_acq_rel, memory_order_relaxed);
 }
 
-/* bs_fd_track(BS_FD_PROBATION) of an IPv4 socket (addr: a sockaddr_in)
- * the table is not tracking (state BS_FD_NONE) that has just connected,
- * at `since`: the fast path's few stores. The address is kept as its key
- * (which holds all of it) and bs_fd_read_dest rebuilds it. */
+/* bs_fd_track(BS_FD_PROBATION) of an IPv4 socket (addr: a sockaddr_in,
+ * kept at its own size) the table is not tracking (state BS_FD_NONE) that
+ * has just connected, at `since`: the fast path's few stores. */
 void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t since,
 			   const struct sockaddr *addr);
 /* The connect error was consumed by the shim; keep it for the program. */

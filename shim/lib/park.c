@@ -66,6 +66,8 @@ static int can_hide(int fd, struct bs_fdslot *s)
 {
 	if (atomic_load(&s->flags) & BS_FDF_NO_PARK)
 		return 0;
+	if (!atomic_load(&s->addrlen)) /* no address kept: it could not reconnect */
+		return 0;
 	if (bs_sock_has_flag(fd, O_ASYNC)) { /* its signals would tell */
 		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
 		return 0;

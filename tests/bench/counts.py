@@ -153,7 +153,9 @@ def main():
         per_call = added["pingpong"] / 4
         print("  send/recv on an unwatched fd: %.1f added per call (target <= %.0f)"
               % (per_call, SEND_RECV_TARGET))
-        if per_call > SEND_RECV_TARGET:
+        # (the slope of two runs wobbles by a few hundredths around whole
+        # numbers: 9.99 or 10.01 both mean the 10 instructions of the path)
+        if per_call > SEND_RECV_TARGET + 0.5:
             missed.append("send/recv: %.1f instructions added per call" % per_call)
         client = client_added(bench, lib, table)
         print("  the client's socket+connect+close alone (inside connect_once): %.1f added"

@@ -1,9 +1,10 @@
 """Defer mode at the edges of a program's readiness calls (issue 9): a fork
 while a socket is parked, two epoll registrations with the same data,
 timeouts too large to end, timeouts the kernel refuses, timeouts below a
-millisecond, a parked socket given a second number by dup or fcntl, and a
-select() beyond FD_SETSIZE.
-Each runs tests/progs/parkedge with the shim and without it."""
+millisecond, a parked socket given a second number by dup or fcntl, a
+select() beyond FD_SETSIZE, and an address passed with a sockaddr_storage's
+length. Each runs tests/progs/parkedge (or wideaddr) with the shim and
+without it."""
 import re
 import shutil
 import subprocess
@@ -99,3 +100,22 @@ def test_select_beyond_fd_setsize_ends_the_parking():
         raise TestSkip("the fd limit cannot reach 1500")
     check(plain.strip() == "n=1 so_error=111", "without the shim: %r" % plain)
     check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+def test_an_address_passed_with_a_storage_length_is_never_lost():
+    """A program that passes sizeof(struct sockaddr_storage) as the length
+    (IPv4, and IPv4-mapped IPv6 on an AF_INET6 socket): the shim keeps the
+    address at its family's size, so a parked socket reconnects to it. It
+    once kept none, and the second socket reported EBADF. Each socket ends
+    with the error the program gets without the shim."""
+    for family in ("4", "6"):
+        port = free_port()
+        rc, plain, err = run([prog("wideaddr"), family, str(port)], base_env())
+        check(rc == 0 and plain.count("so_error=Connection refused") == 3,
+              "without the shim: %r %r" % (plain, err))
+        rc, shimmed, err = run([prog("wideaddr"), family, str(port)],
+                               shim_env(**dict(DEFER, BACKOFFSHIM_MAX_ELAPSED="500ms")))
+        check(rc == 0 and shimmed == plain, "IPv%s: with the shim %r, without %r (%r)"
+              % (family, shimmed, plain, err[-300:]))
+        check("127.0.0.1:%d" % port in err and "?" not in err,
+              "the log does not name the destination: %r" % err)

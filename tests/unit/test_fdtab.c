@@ -91,7 +91,8 @@ static void test_track(void **state)
 		if (fd != 3 && fd != 7)
 			assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
 
-	/* longer than BS_FD_ADDR_MAX, or no address: tracked, nothing stored */
+	/* longer than BS_FD_ADDR_MAX and not an internet address, or no
+	 * address: tracked, nothing stored */
 	struct sockaddr_storage big;
 	memset(&big, 0x11, sizeof big);
 	bs_fd_track(t, 5, BS_FD_CONNECTING, 5, 6, 7, (struct sockaddr *)&big,
@@ -105,6 +106,18 @@ static void test_track(void **state)
 	expect_slot(t, 7, BS_FD_CONNECTING, 0x777, 300, 299, &a4, sizeof a4);
 	bs_fd_track(t, 7, BS_FD_CONNECTING, 0x778, 301, 300, (struct sockaddr *)&big, sizeof big);
 	expect_slot(t, 7, BS_FD_CONNECTING, 0x778, 301, 300, NULL, 0);
+
+	/* an internet address passed with a sockaddr_storage's length: kept
+	 * at its family's size (a parked socket must be able to reconnect) */
+	struct sockaddr_storage st4, st6;
+	memset(&st4, 0, sizeof st4);
+	memset(&st6, 0, sizeof st6);
+	memcpy(&st4, &a4, sizeof a4);
+	memcpy(&st6, &a6, sizeof a6);
+	bs_fd_track(t, 4, BS_FD_CONNECTING, 8, 1, 1, (struct sockaddr *)&st4, sizeof st4);
+	expect_slot(t, 4, BS_FD_CONNECTING, 8, 1, 1, &a4, sizeof a4);
+	bs_fd_track(t, 4, BS_FD_CONNECTING, 9, 1, 1, (struct sockaddr *)&st6, sizeof st6);
+	expect_slot(t, 4, BS_FD_CONNECTING, 9, 1, 1, &a6, sizeof a6);
 
 	/* a lower fd never lowers the mark; the last slot raises it to cap */
 	bs_fd_track(t, 0, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
@@ -348,17 +361,16 @@ static void test_read_dest(void **state)
 	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 1);
 }
 
-/* The fresh path's track: an IPv4 connection on probation whose address
- * is kept as its key and read back whole; a slot with flags beyond
- * NO_PARK takes the full track; an identity is cleared. */
+/* The fresh path's track: an IPv4 connection on probation, its address
+ * kept at its own size; a slot with flags beyond NO_PARK takes the full
+ * track; an identity is cleared. */
 static void test_track_connected(void **state)
 {
 	struct bs_fdtab *t = *state;
 	struct sockaddr_in a4 = v4(5432);
 	uint64_t key = bs_addr_key((struct sockaddr *)&a4, sizeof a4);
 	bs_fd_track_connected(t, 9, key, 777, (struct sockaddr *)&a4);
-	assert_int_equal(atomic_load(&t->slots[9].addrlen), 0); /* nothing stored... */
-	expect_slot(t, 9, BS_FD_PROBATION, key, 777, 0, &a4, sizeof a4); /* ...all read */
+	expect_slot(t, 9, BS_FD_PROBATION, key, 777, 0, &a4, sizeof a4);
 	assert_int_equal(high(t), 10);
 	assert_false(bs_fd_any_pending(t));
 
@@ -376,9 +388,12 @@ static void test_track_connected(void **state)
 	assert_false(bs_fd_ident_matches(t, 12, 1, 2));
 	expect_slot(t, 12, BS_FD_PROBATION, key, 6, 0, &a4, sizeof a4);
 
-	/* a key of another kind with no stored address reads as no address */
-	bs_fd_track(t, 13, BS_FD_PROBATION, 0xabc, 1, 1, NULL, 0);
-	expect_slot(t, 13, BS_FD_PROBATION, 0xabc, 1, 1, NULL, 0);
+	/* over an earlier IPv6 destination: only the IPv4 address is read */
+	struct sockaddr_in6 a6 = v6(443);
+	bs_fd_track(t, 13, BS_FD_CONNECTING, 0xabc, 1, 1, (struct sockaddr *)&a6, sizeof a6);
+	bs_fd_clear(t, 13);
+	bs_fd_track_connected(t, 13, key, 2, (struct sockaddr *)&a4);
+	expect_slot(t, 13, BS_FD_PROBATION, key, 2, 1, &a4, sizeof a4);
 	/* out of range: nothing */
 	bs_fd_track_connected(t, (int)CAP, key, 1, (struct sockaddr *)&a4);
 	bs_fd_track_connected(t, -1, key, 1, (struct sockaddr *)&a4);
