@@ -45,9 +45,9 @@ static inline __attribute__((always_inline)) void set_state(struct bs_fdtab *t,
 
 /* What the generation guards, as plain values. */
 struct dest {
-	uint64_t key, dev, ino;
+	uint64_t key, ino; /* ino 0: no identity */
 	uint64_t addr[BS_FD_ADDR_WORDS];
-	uint32_t len, has_ident;
+	uint32_t len, dev;
 };
 
 static void raise_high(struct bs_fdtab *t, int fd)
@@ -80,7 +80,6 @@ static void put(struct bs_fdslot *s, const struct dest *d)
 	atomic_store_explicit(&s->addrlen, d->len, memory_order_relaxed);
 	atomic_store_explicit(&s->ident_dev, d->dev, memory_order_relaxed);
 	atomic_store_explicit(&s->ident_ino, d->ino, memory_order_relaxed);
-	atomic_store_explicit(&s->has_ident, d->has_ident, memory_order_relaxed);
 }
 
 /* Write d under the generation. Returns 1 if no other writer overlapped;
@@ -107,7 +106,6 @@ static void get(struct bs_fdslot *s, struct dest *d)
 	d->len = atomic_load_explicit(&s->addrlen, memory_order_relaxed);
 	d->dev = atomic_load_explicit(&s->ident_dev, memory_order_relaxed);
 	d->ino = atomic_load_explicit(&s->ident_ino, memory_order_relaxed);
-	d->has_ident = atomic_load_explicit(&s->has_ident, memory_order_relaxed);
 }
 
 /* A consistent copy of what the generation guards; 0 if none was had. */
@@ -193,8 +191,7 @@ void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t si
 	atomic_store_explicit(&s->addr[0], w0, memory_order_relaxed);
 	atomic_store_explicit(&s->addr[1], w1, memory_order_relaxed);
 	atomic_store_explicit(&s->addrlen, sizeof(struct sockaddr_in), memory_order_relaxed);
-	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed)) {
-		atomic_store_explicit(&s->has_ident, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&s->ident_ino, memory_order_relaxed)) {
 		atomic_store_explicit(&s->ident_dev, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->ident_ino, 0, memory_order_relaxed);
 	}
@@ -223,7 +220,6 @@ void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
 static void clear_ident(struct bs_fdslot *s)
 {
 	uint32_t g = write_begin(s);
-	atomic_store_explicit(&s->has_ident, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->ident_dev, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->ident_ino, 0, memory_order_relaxed);
 	write_end(s, g);
@@ -234,7 +230,7 @@ static inline __attribute__((always_inline)) void untrack(struct bs_fdtab *t,
 {
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
 		set_state(t, s, BS_FD_NONE);
-	if (atomic_load_explicit(&s->has_ident, memory_order_relaxed))
+	if (atomic_load_explicit(&s->ident_ino, memory_order_relaxed))
 		clear_ident(s);
 }
 
@@ -327,9 +323,8 @@ void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
 	if (!s)
 		return;
 	uint32_t g = write_begin(s);
-	atomic_store_explicit(&s->ident_dev, dev, memory_order_relaxed);
+	atomic_store_explicit(&s->ident_dev, (uint32_t)dev, memory_order_relaxed);
 	atomic_store_explicit(&s->ident_ino, ino, memory_order_relaxed);
-	atomic_store_explicit(&s->has_ident, 1, memory_order_relaxed);
 	if (!write_end(s, g))
 		clear_ident(s); /* raced with another write: record nothing */
 	raise_high(t, fd); /* so close_range/closefrom clear it */
@@ -341,7 +336,7 @@ int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
 	struct dest d;
 	if (!s || !read_dest(s, &d))
 		return 0;
-	return d.has_ident && d.dev == dev && d.ino == ino;
+	return d.ino != 0 && d.dev == (uint32_t)dev && d.ino == ino;
 }
 
 void bs_fd_ep_added(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data)

@@ -77,8 +77,10 @@ static inline int bs_fd_state_is_pending(unsigned st)
 #define BS_FD_GEN_VERSION 0x100u
 
 /* A power-of-two size, so that the wrappers' "is this fd watched?" is a
- * shift and a load (read_send.c: about 10 instructions in all). */
-#define BS_FD_SLOT_SIZE 256
+ * shift and a load (read_send.c: 10 instructions in all); 128 bytes, less
+ * than the 144 it took unaligned, so the fd table's reserved address space
+ * (one slot per possible fd) did not grow. */
+#define BS_FD_SLOT_SIZE 128
 
 struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
 	_Atomic uint32_t state;
@@ -89,15 +91,18 @@ struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
 	_Atomic uint64_t addr[BS_FD_ADDR_WORDS]; /* the sockaddr's bytes */
 	_Atomic uint32_t addrlen;
 	_Atomic uint32_t err;        /* with BS_FD_FAILED */
-	_Atomic uint64_t ident_dev, ident_ino; /* the socket, if has_ident */
-	_Atomic uint32_t has_ident;
+	/* the socket (bs_fd_set_ident): its inode, 0 for none recorded (no
+	 * socket has inode 0), and its device's low 32 bits (every socket is
+	 * on the one sockfs device, whose number fits) */
+	_Atomic uint64_t ident_ino;
+	_Atomic uint32_t ident_dev;
 	_Atomic uint32_t flags;      /* BS_FDF_* */
 	/* defer mode: the budget of a parked socket's connect */
 	_Atomic uint32_t steps;      /* failed steps this connect lived through */
 	_Atomic uint32_t seen_fail;  /* the destination's failure count last seen */
 	_Atomic uint32_t last_err;   /* the last real error of its attempts */
-	_Atomic uint64_t probe;      /* the probe word its attempt holds (table.h) */
 	_Atomic uint32_t resets;     /* its destination's reset count when parked */
+	_Atomic uint64_t probe;      /* the probe word its attempt holds (table.h) */
 	/* the program's epoll registration of this fd (epoll_ctl); a socket
 	 * in two sets is marked BS_FDF_NO_PARK instead */
 	_Atomic uint32_t ep_set;     /* the epoll fd + 1; 0: none */
@@ -164,7 +169,7 @@ static inline void bs_fd_renew(struct bs_fdtab *t, int fd)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (s && (atomic_load_explicit(&s->state, memory_order_relaxed) |
-		  atomic_load_explicit(&s->has_ident, memory_order_relaxed) |
+		  atomic_load_explicit(&s->ident_ino, memory_order_relaxed) |
 		  atomic_load_explicit(&s->flags, memory_order_relaxed) |
 		  atomic_load_explicit(&s->ep_set, memory_order_relaxed)))
 		bs_fd_renew_slot(t, s);
@@ -176,7 +181,7 @@ static inline void bs_fd_renew(struct bs_fdtab *t, int fd)
 static inline int bs_fd_drop_probation(struct bs_fdslot *s, struct bs_table *tab)
 {
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_PROBATION ||
-	    (atomic_load_explicit(&s->has_ident, memory_order_relaxed) |
+	    (atomic_load_explicit(&s->ident_ino, memory_order_relaxed) |
 	     atomic_load_explicit(&s->flags, memory_order_relaxed) |
 	     atomic_load_explicit(&s->ep_set, memory_order_relaxed)) ||
 	    bs_table_find(tab, atomic_load_explicit(&s->key, memory_order_relaxed)))
@@ -234,7 +239,8 @@ void bs_fd_ep_share(struct bs_fdtab *t, int epfd, uint64_t data);
 int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 		    struct sockaddr_storage *addr, socklen_t *len);
 
-/* Record the socket's identity (st_dev, st_ino) for fd. */
+/* Record the socket's identity (st_dev, st_ino) for fd (an inode of 0,
+ * which no socket has, records none). */
 void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino);
 /* 1 only if an identity was recorded for fd and it is (dev, ino); 0
  * otherwise (none recorded, another one, out of range, no consistent read). */

@@ -450,7 +450,7 @@ static void test_renew(void **state)
 		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
 		assert_int_equal(atomic_load(&t->slots[fd].flags), 0);
 		assert_int_equal(atomic_load(&t->slots[fd].ep_set), 0);
-		assert_int_equal(atomic_load(&t->slots[fd].has_ident), 0);
+		assert_int_equal(atomic_load(&t->slots[fd].ident_ino), 0);
 	}
 	assert_false(bs_fd_any_pending(t));
 	bs_fd_renew(t, -1);
@@ -464,8 +464,12 @@ static void test_ident(void **state)
 	struct bs_fdtab *t = *state;
 	/* nothing recorded: never a match, not even (0, 0) */
 	assert_int_equal(bs_fd_ident_matches(t, 4, 0, 0), 0);
+	/* inode 0 (no socket has it) records none */
 	bs_fd_set_ident(t, 4, 0, 0);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 0, 0), 1);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 0, 0), 0);
+	/* the device is kept to its low 32 bits (sockfs's number fits) */
+	bs_fd_set_ident(t, 4, 0x100000008ull, 5);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 5), 1);
 	bs_fd_set_ident(t, 4, 8, 123456);
 	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123456), 1);
 	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123457), 0);
