@@ -56,21 +56,36 @@ static size_t unix_path_len(const struct sockaddr_un *un, socklen_t len)
 	return n;
 }
 
+int bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *out)
+{
+	if ((key & ~BS_ADDR_V4_BITS) != TAG_V4)
+		return 0;
+	uint64_t w = key & BS_ADDR_V4_BITS;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	w <<= 16;
+#endif
+	memset(out, 0, sizeof *out);
+	memcpy(out, &w, sizeof w);
+	out->sin_family = AF_INET;
+	return 1;
+}
+
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 {
 	switch (bs_addr_kind(addr, len)) {
 	case BS_ADDR_INET:
 		if (addr->sa_family == AF_INET) {
-			const struct sockaddr_in *in = (const void *)addr;
-			return TAG_V4 | (uint64_t)ntohs(in->sin_port) << 32 |
-			       ntohl(in->sin_addr.s_addr);
+			struct sockaddr_in in;
+			memcpy(&in, addr, sizeof in);
+			return bs_addr_v4_key_of(&in);
 		} else {
 			const struct sockaddr_in6 *in6 = (const void *)addr;
 			uint16_t port = ntohs(in6->sin6_port);
 			if (is_v4_mapped(&in6->sin6_addr)) {
-				uint32_t a;
-				memcpy(&a, in6->sin6_addr.s6_addr + 12, 4);
-				return TAG_V4 | (uint64_t)port << 32 | ntohl(a);
+				struct sockaddr_in in = {.sin_family = AF_INET,
+							 .sin_port = in6->sin6_port};
+				memcpy(&in.sin_addr, in6->sin6_addr.s6_addr + 12, 4);
+				return bs_addr_v4_key_of(&in);
 			}
 			/* a link-local address is only a destination with its scope */
 			uint64_t h = hash_bytes(in6->sin6_addr.s6_addr, 16,

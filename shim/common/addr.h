@@ -25,6 +25,22 @@ enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len);
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len);
 
 #define BS_ADDR_TAG_V4 (1ull << 60)
+#define BS_ADDR_V4_BITS ((1ull << 48) - 1)
+
+/* An IPv4 key: the tag, and the six bytes of port and address as they lie
+ * in a sockaddr_in (network order), read as one native integer. Keys never
+ * leave the machine (the shared table is per host), and this reading costs
+ * a load and a shift. */
+static inline uint64_t bs_addr_v4_key_of(const struct sockaddr_in *in)
+{
+	uint64_t w;
+	memcpy(&w, in, sizeof w); /* family, port, address */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return BS_ADDR_TAG_V4 | w >> 16;
+#else
+	return BS_ADDR_TAG_V4 | (w & BS_ADDR_V4_BITS);
+#endif
+}
 
 /* bs_addr_key for an IPv4 address, inline (a few instructions); 0 for
  * anything else. */
@@ -32,10 +48,12 @@ static inline uint64_t bs_addr_v4_key(const struct sockaddr *addr, socklen_t len
 {
 	if (!addr || len < (socklen_t)sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
 		return 0;
-	struct sockaddr_in in;
-	memcpy(&in, addr, sizeof in);
-	return BS_ADDR_TAG_V4 | (uint64_t)ntohs(in.sin_port) << 32 | ntohl(in.sin_addr.s_addr);
+	return bs_addr_v4_key_of((const struct sockaddr_in *)addr);
 }
+
+/* The sockaddr_in an IPv4 key names (IPv4 keys are exact): 1, or 0 if key
+ * is not an IPv4 one. */
+int bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *out);
 
 /* "127.0.0.1:5432", "[::1]:6379", "unix:/run/x.sock", "unix:@abstract".
  * Always NUL-terminated; truncated to cap. Returns the length written. */

@@ -1,5 +1,6 @@
 /* fdtab: per-fd tracking state. See fdtab.h. */
 #include "fdtab.h"
+#include "addr.h"
 #include "util.h"
 
 #include <netinet/in.h>
@@ -15,6 +16,8 @@ void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap)
 	t->slots = slots;
 	t->cap = slots ? cap : 0;
 	atomic_store(&t->high, 0);
+	atomic_store(&t->fresh_below, 0);
+	atomic_store(&t->fresh_on, 0);
 	atomic_store(&t->pending, 0);
 	atomic_store(&t->parked, 0);
 }
@@ -50,11 +53,18 @@ struct dest {
 	uint32_t len, dev;
 };
 
+static void raise_to(_Atomic unsigned *mark, unsigned v)
+{
+	unsigned h = atomic_load_explicit(mark, memory_order_relaxed);
+	while (v > h && !atomic_compare_exchange_weak(mark, &h, v))
+		;
+}
+
 static void raise_high(struct bs_fdtab *t, int fd)
 {
-	unsigned h = atomic_load_explicit(&t->high, memory_order_relaxed);
-	while ((unsigned)fd + 1 > h && !atomic_compare_exchange_weak(&t->high, &h, (unsigned)fd + 1))
-		;
+	raise_to(&t->high, (unsigned)fd + 1);
+	if (atomic_load_explicit(&t->fresh_on, memory_order_relaxed))
+		raise_to(&t->fresh_below, (unsigned)fd + 1);
 }
 
 static uint32_t write_begin(struct bs_fdslot *s)
@@ -74,6 +84,8 @@ static int write_end(struct bs_fdslot *s, uint32_t began)
 
 static void put(struct bs_fdslot *s, const struct dest *d)
 {
+	if (d->ino)
+		atomic_fetch_or(&s->flags, BS_FDF_EXTRA);
 	atomic_store_explicit(&s->key, d->key, memory_order_relaxed);
 	for (unsigned i = 0; i < BS_FD_ADDR_WORDS; i++)
 		atomic_store_explicit(&s->addr[i], d->addr[i], memory_order_relaxed);
@@ -133,7 +145,8 @@ static void track_dest(struct bs_fdtab *t, int fd, enum bs_fd_state st, const st
 	 * new destination (and bs_fd_read_dest never mixes old and new). */
 	set_state(t, s, BS_FD_NONE);
 	atomic_store_explicit(&s->flags,
-			      atomic_load(&s->flags) & BS_FDF_NO_PARK, memory_order_relaxed);
+			      atomic_load(&s->flags) & (BS_FDF_NO_PARK | BS_FDF_EXTRA),
+			      memory_order_relaxed);
 	atomic_store_explicit(&s->probe, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->steps, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->since, since, memory_order_relaxed);
@@ -171,41 +184,10 @@ void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 	track_dest(t, fd, st, &d, since, call_start);
 }
 
-void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t since,
-			   const struct sockaddr *addr)
+void bs_fd_enable_fresh(struct bs_fdtab *t)
 {
-	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (!s)
-		return;
-	if (atomic_load_explicit(&s->flags, memory_order_relaxed) & ~BS_FDF_NO_PARK) {
-		bs_fd_track(t, fd, BS_FD_PROBATION, key, since, since, addr,
-			    sizeof(struct sockaddr_in));
-		return;
-	}
-	uint64_t w0, w1; /* the sockaddr_in's 16 bytes, as put() stores them */
-	memcpy(&w0, addr, 8);
-	memcpy(&w1, (const char *)addr + 8, 8);
-	atomic_store_explicit(&s->since, since, memory_order_relaxed);
-	uint32_t g = write_begin(s);
-	atomic_store_explicit(&s->key, key, memory_order_relaxed);
-	atomic_store_explicit(&s->addr[0], w0, memory_order_relaxed);
-	atomic_store_explicit(&s->addr[1], w1, memory_order_relaxed);
-	atomic_store_explicit(&s->addrlen, sizeof(struct sockaddr_in), memory_order_relaxed);
-	if (atomic_load_explicit(&s->ident_ino, memory_order_relaxed)) {
-		atomic_store_explicit(&s->ident_dev, 0, memory_order_relaxed);
-		atomic_store_explicit(&s->ident_ino, 0, memory_order_relaxed);
-	}
-	if (!write_end(s, g)) {
-		/* another write at once (a program racing on this number):
-		 * emptied again and left untracked, as track_dest does */
-		static const struct dest none;
-		g = write_begin(s);
-		put(s, &none);
-		write_end(s, g);
-		return;
-	}
-	raise_high(t, fd);
-	set_state(t, s, BS_FD_PROBATION);
+	atomic_store(&t->fresh_on, 1);
+	raise_to(&t->fresh_below, atomic_load(&t->high));
 }
 
 void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
@@ -244,10 +226,11 @@ void bs_fd_clear(struct bs_fdtab *t, int fd)
 void bs_fd_renew_slot(struct bs_fdtab *t, struct bs_fdslot *s)
 {
 	untrack(t, s);
-	if (atomic_load_explicit(&s->flags, memory_order_relaxed))
-		atomic_store_explicit(&s->flags, 0, memory_order_relaxed);
+	/* (the registration before the flags: BS_FDF_EXTRA goes last) */
 	if (atomic_load_explicit(&s->ep_set, memory_order_relaxed))
 		atomic_store_explicit(&s->ep_set, 0, memory_order_relaxed);
+	if (atomic_load_explicit(&s->flags, memory_order_relaxed))
+		atomic_store_explicit(&s->flags, 0, memory_order_release);
 }
 
 void bs_fd_copy(struct bs_fdtab *t, int from, int to)
@@ -309,6 +292,13 @@ int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 	if (!s || !read_dest(s, &d))
 		return 0;
 	*key = d.key;
+	if (d.len == BS_FD_ADDR_OF_KEY) { /* the fast track's: rebuilt */
+		struct sockaddr_in in;
+		*len = bs_addr_of_v4_key(d.key, &in) ? sizeof in : 0;
+		if (addr && *len)
+			memcpy(addr, &in, sizeof in);
+		return 1;
+	}
 	if (d.len > BS_FD_ADDR_MAX)
 		d.len = 0; /* cannot happen: writers never store more */
 	if (addr)
@@ -322,6 +312,8 @@ void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (!s)
 		return;
+	if (ino)
+		atomic_fetch_or(&s->flags, BS_FDF_EXTRA);
 	uint32_t g = write_begin(s);
 	atomic_store_explicit(&s->ident_dev, (uint32_t)dev, memory_order_relaxed);
 	atomic_store_explicit(&s->ident_ino, ino, memory_order_relaxed);
@@ -353,6 +345,7 @@ void bs_fd_ep_added(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint6
 		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK); /* in two sets */
 		return;
 	}
+	atomic_fetch_or(&s->flags, BS_FDF_EXTRA);
 	atomic_store(&s->ep_events, events);
 	atomic_store(&s->ep_data, data);
 	atomic_store(&s->ep_set, (uint32_t)epfd + 1);

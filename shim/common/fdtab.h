@@ -24,7 +24,8 @@
  * never race in the language's sense. Writers never wait either: two
  * writers on one slot at once (a program racing on one fd number) both see
  * the overlap, and the slot is left untracked with no address or identity
- * rather than a mix of the two.
+ * rather than a mix of the two. The fast track (bs_fd_prepare_fresh) is the
+ * one writer that does without the generation, and says why.
  */
 #ifndef BS_FDTAB_H
 #define BS_FDTAB_H
@@ -68,6 +69,10 @@ static inline int bs_fd_state_is_pending(unsigned st)
 #define BS_FDF_PROBING 4u    /* its attempt is the destination's probe */
 #define BS_FDF_BUSY 8u       /* parked: one thread is giving it its next
 			      * step (a reconnect or its end) */
+#define BS_FDF_EXTRA 16u     /* an identity or an epoll registration may be
+			      * recorded: set before either is, cleared only
+			      * with both (bs_fd_renew_slot), so that the
+			      * head alone says "nothing recorded" */
 
 #define BS_FD_ADDR_MAX 28 /* sockaddr_in6 */
 #define BS_FD_ADDR_WORDS ((BS_FD_ADDR_MAX + 7) / 8)
@@ -83,8 +88,16 @@ static inline int bs_fd_state_is_pending(unsigned st)
 #define BS_FD_SLOT_SIZE 128
 
 struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
-	_Atomic uint32_t state;
-	_Atomic uint32_t gen;        /* guards key, addr, addrlen, ident_* */
+	union {
+		/* state and flags in one word: the fast paths' questions
+		 * ("is anything recorded?", "on probation and nothing
+		 * else?") are one load and one compare (bs_fd_head) */
+		_Atomic uint64_t head;
+		struct {
+			_Atomic uint32_t state;
+			_Atomic uint32_t flags; /* BS_FDF_* */
+		};
+	};
 	_Atomic uint64_t key;        /* destination */
 	_Atomic uint64_t since;      /* ns: attempt start, or connect time */
 	_Atomic uint64_t call_start; /* ns: the program's connect() call */
@@ -96,7 +109,7 @@ struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
 	 * on the one sockfs device, whose number fits) */
 	_Atomic uint64_t ident_ino;
 	_Atomic uint32_t ident_dev;
-	_Atomic uint32_t flags;      /* BS_FDF_* */
+	_Atomic uint32_t gen;        /* guards key, addr, addrlen, ident_* */
 	/* defer mode: the budget of a parked socket's connect */
 	_Atomic uint32_t steps;      /* failed steps this connect lived through */
 	_Atomic uint32_t seen_fail;  /* the destination's failure count last seen */
@@ -111,10 +124,29 @@ struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
 };
 _Static_assert(sizeof(struct bs_fdslot) == BS_FD_SLOT_SIZE, "one slot, one power of two");
 
+/* The head word of a slot in state st with flags. */
+static inline uint64_t bs_fd_head(unsigned st, unsigned flags)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (uint64_t)flags << 32 | st;
+#else
+	return (uint64_t)st << 32 | flags;
+#endif
+}
+
+static inline uint64_t bs_fd_head_of(struct bs_fdslot *s)
+{
+	return atomic_load_explicit(&s->head, memory_order_acquire);
+}
+
 struct bs_fdtab {
 	struct bs_fdslot *slots;
 	unsigned cap;
 	_Atomic unsigned high; /* 1 + highest fd ever tracked */
+	/* the fast track's bound (bs_fd_fresh_below): 0 until the caller
+	 * enables it, then high; fresh_on says it is enabled */
+	_Atomic unsigned fresh_below;
+	_Atomic int fresh_on;
 	_Atomic int pending;   /* slots connecting, parked or failed (exact: every
 				* state change is an exchange that accounts for
 				* itself) */
@@ -136,10 +168,22 @@ static inline int bs_fd_any_parked(struct bs_fdtab *t)
 
 void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap);
 
+/* The slot of fd, which the caller knows to be below the capacity. */
+static inline struct bs_fdslot *bs_fd_slot_at(struct bs_fdtab *t, int fd)
+{
+	return &t->slots[(unsigned)fd];
+}
+
 /* The slot of fd, or NULL if fd is out of range. */
 static inline struct bs_fdslot *bs_fd_slot(struct bs_fdtab *t, int fd)
 {
 	return (unsigned)fd < t->cap ? &t->slots[fd] : 0;
+}
+
+/* The state of a slot, in one load. */
+static inline unsigned bs_fd_slot_state(struct bs_fdslot *s)
+{
+	return atomic_load_explicit(&s->state, memory_order_acquire);
 }
 
 /* The fd's state in one relaxed load (BS_FD_NONE when out of range). */
@@ -167,38 +211,71 @@ void bs_fd_clear(struct bs_fdtab *t, int fd);
 void bs_fd_renew_slot(struct bs_fdtab *t, struct bs_fdslot *s);
 static inline void bs_fd_renew(struct bs_fdtab *t, int fd)
 {
-	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (s && (atomic_load_explicit(&s->state, memory_order_relaxed) |
-		  atomic_load_explicit(&s->ident_ino, memory_order_relaxed) |
-		  atomic_load_explicit(&s->flags, memory_order_relaxed) |
-		  atomic_load_explicit(&s->ep_set, memory_order_relaxed)))
-		bs_fd_renew_slot(t, s);
+	if ((unsigned)fd < t->cap && bs_fd_head_of(bs_fd_slot_at(t, fd)) != 0)
+		bs_fd_renew_slot(t, bs_fd_slot_at(t, fd));
 }
-/* close() of a connection on probation that holds nothing else (no epoll
- * registration, flags or identity) to a destination tab holds no entry
- * for: forgotten in one store, and 1. Otherwise 0, and nothing changed
- * (then bs_outcome_closed decides: a reset may be due). */
+/* close() of a connection on probation (slot s) that holds nothing else
+ * (no flags, so no epoll registration or identity either) to a destination
+ * tab holds no entry for: forgotten in one store, and 1. Otherwise 0, and
+ * nothing changed (then bs_outcome_closed decides: a reset may be due).
+ * (A plain store, as between any two states that are not pending: a racing
+ * move to a pending state can only leave the count too high.) */
 static inline int bs_fd_drop_probation(struct bs_fdslot *s, struct bs_table *tab)
 {
-	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_PROBATION ||
-	    (atomic_load_explicit(&s->ident_ino, memory_order_relaxed) |
-	     atomic_load_explicit(&s->flags, memory_order_relaxed) |
-	     atomic_load_explicit(&s->ep_set, memory_order_relaxed)) ||
-	    bs_table_find(tab, atomic_load_explicit(&s->key, memory_order_relaxed)))
+	if (bs_fd_head_of(s) != bs_fd_head(BS_FD_PROBATION, 0) ||
+	    bs_table_may_hold(tab, atomic_load_explicit(&s->key, memory_order_relaxed)))
 		return 0;
-	/* (probation is not pending: no counter moves, as set_state knows;
-	 * the exchange only if the state is still that, so that a racing
-	 * move to a pending state keeps its count right) */
-	unsigned seen = BS_FD_PROBATION;
-	return atomic_compare_exchange_strong_explicit(&s->state, &seen, BS_FD_NONE,
-						       memory_order_acq_rel, memory_order_relaxed);
+	atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_release);
+	return 1;
 }
 
-/* bs_fd_track(BS_FD_PROBATION) of an IPv4 socket (addr: a sockaddr_in,
- * kept at its own size) the table is not tracking (state BS_FD_NONE) that
- * has just connected, at `since`: the fast path's few stores. */
-void bs_fd_track_connected(struct bs_fdtab *t, int fd, uint64_t key, uint64_t since,
-			   const struct sockaddr *addr);
+/* The fast track's address length: the slot keeps no address bytes, its
+ * destination is its IPv4 key alone (exact), from which bs_fd_read_dest
+ * rebuilds the sockaddr_in. */
+#define BS_FD_ADDR_OF_KEY 0xffffffffu
+
+/* The fast track applies from now on (init: the settings allow it). */
+void bs_fd_enable_fresh(struct bs_fdtab *t);
+/* Does the fast track apply to fd? One compare: it is enabled and fd is
+ * below the high-water mark (a number above it takes the full track once,
+ * which raises the mark). */
+static inline int bs_fd_fresh_below(struct bs_fdtab *t, int fd)
+{
+	return (unsigned)fd < atomic_load_explicit(&t->fresh_below, memory_order_acquire);
+}
+/* The fast track, in two halves around the program's connect. The socket
+ * on fd (slot s) is untracked (BS_FD_NONE); the destination is the IPv4
+ * key, the attempt starts at `since`.
+ *
+ * bs_fd_fresh_ready: may it? The slot says BS_FD_NONE and has no flag
+ * but BS_FDF_NO_PARK (so no identity or epoll registration either: those
+ * take the full bs_fd_track).
+ *
+ * bs_fd_prepare_fresh writes key, since and the address length before the
+ * connect: plain stores, with no generation word, as the slot still says
+ * BS_FD_NONE, behind which no reader looks, and the destination is one
+ * word (the key; the address is rebuilt from it).
+ *
+ * bs_fd_publish_fresh, once connected: the slot says BS_FD_PROBATION,
+ * with release order. A failed connect publishes nothing. */
+static inline int bs_fd_fresh_ready(struct bs_fdslot *s)
+{
+	return (bs_fd_head_of(s) & ~bs_fd_head(0, BS_FDF_NO_PARK)) == bs_fd_head(BS_FD_NONE, 0);
+}
+
+static inline void bs_fd_prepare_fresh(struct bs_fdslot *s, uint64_t key, uint64_t since)
+{
+	atomic_store_explicit(&s->key, key, memory_order_relaxed);
+	atomic_store_explicit(&s->since, since, memory_order_relaxed);
+	atomic_store_explicit(&s->addrlen, BS_FD_ADDR_OF_KEY, memory_order_relaxed);
+}
+
+static inline void bs_fd_publish_fresh(struct bs_fdslot *s)
+{
+	/* (from a state that is not pending to one that is not: no count moves) */
+	atomic_store_explicit(&s->state, BS_FD_PROBATION, memory_order_release);
+}
+
 /* The connect error was consumed by the shim; keep it for the program. */
 void bs_fd_fail(struct bs_fdtab *t, int fd, int err);
 /* Take an owed error (0 if none) and forget the fd. */

@@ -19,7 +19,7 @@ BS_STATIC_ASSERT(sizeof(struct bs_entry) == 128, "struct bs_entry is 128 bytes")
 
 static unsigned home_of(uint64_t key)
 {
-	return (unsigned)bs_mix64(key) & MASK;
+	return bs_table_home(key);
 }
 
 static int key_valid(uint64_t key)

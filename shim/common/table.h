@@ -68,6 +68,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include "mix.h"
 
 #define BS_TABLE_SLOTS 4096u /* a power of two */
 #define BS_TABLE_GROUP 8u    /* home slots sharing one reach: a line of keys */
@@ -133,6 +134,28 @@ struct bs_table {
 	 * not listed */
 	_Alignas(64) _Atomic uint32_t waiter_pids[BS_TABLE_SLOTS][BS_TABLE_WAITER_PIDS];
 };
+
+/* key's home slot. */
+static inline unsigned bs_table_home(uint64_t key)
+{
+	return (unsigned)bs_mix64(key) & (BS_TABLE_SLOTS - 1);
+}
+
+/* Was anything ever inserted? One load. */
+static inline int bs_table_in_use(struct bs_table *t)
+{
+	return atomic_load_explicit(&t->used, memory_order_acquire) != 0;
+}
+
+/* Might key have an entry? 0 means it has none: nothing was ever placed
+ * from its group of home slots (one load while the table is unused; then a
+ * hash and one more). 1 means bs_table_lookup must tell. */
+static inline int bs_table_may_hold(struct bs_table *t, uint64_t key)
+{
+	return bs_table_in_use(t) &&
+	       atomic_load_explicit(&t->reach[bs_table_home(key) / BS_TABLE_GROUP],
+				    memory_order_acquire) != 0;
+}
 
 /* Find key; NULL if it has no entry (the destination is healthy). Until a
  * first destination has failed this is a single load; after, one load of the

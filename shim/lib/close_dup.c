@@ -11,19 +11,21 @@
 #include <linux/close_range.h>
 #include <stdarg.h>
 
-/* close() of an fd the shim tracks (out of line: an untracked fd costs
- * the check and a jump to libc). */
+/* close() of an fd the shim tracks, but for the common case below (out
+ * of line: that one costs a few checks and a jump to libc). */
 static __attribute__((noinline)) int close_tracked(int fd)
 {
-	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
-	if (!bs_fd_drop_probation(s, bs_tab()))
-		bs_outcome_closed(fd); /* before the number can be reused */
+	bs_outcome_closed(fd); /* before the number can be reused */
 	return bs_real_close(fd);
 }
 
 static inline int do_close(int fd)
 {
-	if (__builtin_expect(bs_fd_state(bs_fds(), fd) == BS_FD_NONE, 1))
+	struct bs_fdslot *s;
+	if (__builtin_expect((unsigned)fd >= bs_fds()->cap ||
+				     bs_fd_slot_state(s = bs_fd_slot_at(bs_fds(), fd)) == BS_FD_NONE,
+			     1) ||
+	    bs_fd_drop_probation(s, bs_tab()))
 		return bs_real_close(fd);
 	return close_tracked(fd);
 }

@@ -102,40 +102,97 @@ static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *a
 	return bs_engine_connect(cfg, fd, addr, len, key);
 }
 
-/* The common case, in few instructions: an IPv4 destination the
- * table holds nothing about (it never failed, from this process or, with a
- * shared table, any other), on a socket the shim is not tracking, under
- * settings fresh_path_fits() (init.c) accepted. The program's connect,
- * then the fd's slot if it connected; a failure goes on into the engine
- * exactly as do_connect would have taken it. */
-static __attribute__((noinline)) int connect_fresh(int fd, const struct sockaddr *addr,
-						     socklen_t len, uint64_t key,
-						     const struct bs_config *cfg)
+/* What the fresh path keeps in memory across the program's connect, for
+ * its rare paths (the destination and the start are in the slot). */
+struct fresh {
+	const struct sockaddr *addr;
+	socklen_t len;
+	int saved; /* errno as the program had it */
+};
+
+static int fd_of(struct bs_fdslot *s)
 {
-	if (bs_table_find(bs_tab(), key)) /* it has failed: the full path */
-		return do_connect(fd, addr, len);
-	int saved = errno;
-	uint64_t t0 = bs_now();
-	if (bs_real_connect(fd, addr, len) != 0)
-		return bs_engine_first_failed(cfg, fd, addr, len, key, t0, errno, saved);
-	if (__builtin_expect(bs_table_find(bs_tab(), key) != NULL, 0)) {
-		/* it failed elsewhere meanwhile: the full publication */
-		struct bs_dest d = {key, addr, len};
-		bs_outcome_connected(cfg, &d, fd, t0);
+	return (int)(s - bs_fds()->slots);
+}
+
+/* The program's connect failed: the engine takes it from there, exactly
+ * as do_connect would have. */
+static __attribute__((noinline, cold)) int fresh_failed(const struct fresh *f,
+							 struct bs_fdslot *s)
+{
+	return bs_engine_first_failed(bs_fresh_cfg_g, fd_of(s), f->addr, f->len,
+				      atomic_load(&s->key), atomic_load(&s->since), errno,
+				      f->saved);
+}
+
+/* It connected while the table may hold its destination: if it does (it
+ * failed elsewhere meanwhile), the full publication; else the slot is
+ * published as on the fast path. */
+static __attribute__((noinline)) int fresh_with_table(const struct fresh *f,
+							struct bs_fdslot *s)
+{
+	uint64_t key = atomic_load(&s->key);
+	if (bs_table_lookup(bs_tab(), key)) {
+		struct bs_dest d = {key, f->addr, f->len};
+		bs_outcome_connected(bs_fresh_cfg_g, &d, fd_of(s),
+				     bs_stamp_to_ns(atomic_load(&s->since)));
 	} else {
-		bs_fd_track_connected(bs_fds(), fd, key, t0, addr);
+		bs_fd_publish_fresh(s);
 	}
-	errno = saved;
 	return 0;
+}
+
+/* The common case, in few instructions: an IPv4 destination the table
+ * holds nothing about (it never failed, from this process or, with a
+ * shared table, any other), on a socket the shim is not tracking, under
+ * settings fresh_path_fits() (init.c) accepted. The slot is written before
+ * the program's connect and published after it if it connected; a failure
+ * goes on into the engine, which tracks the socket afresh. Across the
+ * program's connect only the slot is held in a register; the rest is in f,
+ * for the rare paths. t0 is the attempt's start, a stamp (shim.h). */
+static inline __attribute__((always_inline)) int fresh(int fd, const struct sockaddr *addr,
+							socklen_t len, struct bs_fdslot *s,
+							uint64_t key, uint64_t t0)
+{
+	struct fresh f = {addr, len, *bs_errno()};
+	bs_fd_prepare_fresh(s, key, t0);
+	if (__builtin_expect(bs_real_connect(fd, addr, len) != 0, 0))
+		return fresh_failed(&f, s);
+	if (__builtin_expect(bs_table_may_hold(bs_tab(), atomic_load_explicit(
+								 &s->key, memory_order_relaxed)),
+			     0))
+		return fresh_with_table(&f, s);
+	bs_fd_publish_fresh(s);
+	return 0;
+}
+
+/* Where the kernel's clock runs on the CPU's counter, the stamp is a read
+ * of that counter: no call, so the program's arguments stay where they
+ * are. Elsewhere the clock is read. */
+static __attribute__((noinline)) int fresh_counted(int fd, const struct sockaddr *addr,
+						     socklen_t len, struct bs_fdslot *s,
+						     uint64_t key)
+{
+	return fresh(fd, addr, len, s, key, bs_stamp_counter() | BS_STAMP_TICKS);
+}
+
+static __attribute__((noinline)) int fresh_clocked(int fd, const struct sockaddr *addr,
+						     socklen_t len, struct bs_fdslot *s,
+						     uint64_t key)
+{
+	return fresh(fd, addr, len, s, key, bs_now());
 }
 
 /* Only checks and tail calls, so that no frame is set up here. */
 BS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	const struct bs_config *cfg = atomic_load_explicit(&bs_fresh_cfg_g, memory_order_acquire);
+	struct bs_fdslot *s;
 	uint64_t key;
-	if (cfg && bs_fd_state(bs_fds(), fd) == BS_FD_NONE &&
-	    (key = bs_addr_v4_key(addr, len)) != 0)
-		return connect_fresh(fd, addr, len, key, cfg);
-	return do_connect(fd, addr, len);
+	if (!bs_fd_fresh_below(bs_fds(), fd) ||
+	    !bs_fd_fresh_ready(s = bs_fd_slot_at(bs_fds(), fd)) ||
+	    !(key = bs_addr_v4_key(addr, len)) || bs_table_may_hold(bs_tab(), key))
+		return do_connect(fd, addr, len);
+	if (atomic_load_explicit(&bs_stamp_counting_g, memory_order_relaxed))
+		return fresh_counted(fd, addr, len, s, key);
+	return fresh_clocked(fd, addr, len, s, key);
 }

@@ -510,6 +510,7 @@ int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct soc
 			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved)
 {
 	/* as the caller saw it before its attempt: no entry, never failed */
+	t0 = bs_stamp_to_ns(t0);
 	struct call c;
 	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key, c.e = NULL;
 	int r = first_failed(&c, t0, err);

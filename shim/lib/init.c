@@ -265,6 +265,7 @@ static void log_loaded(void)
 }
 
 const struct bs_config *_Atomic bs_fresh_cfg_g;
+long bs_errno_off_g;
 
 /* Whether connect.c's fresh path may serve these settings: one policy for
  * every destination, which is neither off nor responsive, and no debug
@@ -324,8 +325,12 @@ static void init(void)
 	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
-	if (fresh_path_fits())
+	bs_stamp_setup();
+	bs_errno_off_g = (char *)&errno - (char *)__builtin_thread_pointer();
+	if (fresh_path_fits()) {
 		atomic_store(&bs_fresh_cfg_g, &g_cfg);
+		bs_fd_enable_fresh(&bs_fdtab_g);
+	}
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }

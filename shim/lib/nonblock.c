@@ -275,7 +275,8 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 	bs_park_outcome_learned(fd);
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
-	uint64_t t0 = atomic_load(&sl->since), start = atomic_load(&sl->call_start);
+	uint64_t t0 = bs_stamp_to_ns(atomic_load(&sl->since)),
+		 start = atomic_load(&sl->call_start);
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	if (cfg->policy.kind == BS_POLICY_RESPONSIVE) {

@@ -154,7 +154,8 @@ int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d
  * error): one failed step, unless it folds into a later outcome. */
 static void lost(const struct bs_config *cfg, int fd, const struct bs_dest *d, int err)
 {
-	failed_from(cfg, d, atomic_load(&bs_fd_slot(bs_fds(), fd)->since), bs_now(), err, 0);
+	uint64_t since = bs_fd_since_ns(fd);
+	failed_from(cfg, d, since, bs_now(), err, 0);
 }
 
 void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
@@ -245,7 +246,8 @@ struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss)
 /* The one healthy_after test: has fd's connection lived that long? */
 static int lived(const struct bs_config *cfg, int fd)
 {
-	return bs_now() - atomic_load(&bs_fd_slot(bs_fds(), fd)->since) >= cfg->healthy_after;
+	uint64_t since = bs_fd_since_ns(fd), now = bs_now();
+	return now > since && now - since >= cfg->healthy_after;
 }
 
 /* The one "proved healthy" transition: the destination, then the fd. */

@@ -51,7 +51,7 @@ static int budget_ends(const struct bs_config *cfg, struct bs_fdslot *s, uint64_
 	if (bs_budget_check(b, now) != BS_STOP_NONE)
 		return 1;
 	return !bs_state_may_attempt(state) &&
-	       bs_budget_check_next(b, bs_shared_due(cfg, state, atomic_load(&s->since))) !=
+	       bs_budget_check_next(b, bs_shared_due(cfg, state, bs_stamp_to_ns(atomic_load(&s->since)))) !=
 		       BS_STOP_NONE;
 }
 
@@ -186,7 +186,7 @@ static int may_go(const struct bs_config *cfg, struct bs_entry *e, struct bs_fds
 {
 	if (bs_state_may_attempt(state))
 		return 1;
-	if (now < bs_shared_due(cfg, state, atomic_load(&s->since)))
+	if (now < bs_shared_due(cfg, state, bs_stamp_to_ns(atomic_load(&s->since))))
 		return 0;
 	uint64_t p = atomic_load(&e->probe);
 	if (p && bs_probe_stale_at(p) > now)
@@ -278,7 +278,7 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 		reconnect(cfg, fd, s, now);
 		return bs_fd_state(bs_fds(), fd);
 	}
-	uint64_t due = bs_shared_due(cfg, state, atomic_load(&s->since));
+	uint64_t due = bs_shared_due(cfg, state, bs_stamp_to_ns(atomic_load(&s->since)));
 	if (next && due > now && due < *next)
 		*next = due;
 	return BS_FD_PARKED;

@@ -14,10 +14,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "config.h"
 #include "fdtab.h"
 #include "mix.h"
 #include "resolv.h"
+#include "stamp.h"
 #include "table.h"
 
 /* How long a name resolution is remembered: for [dest name:port] rules,
@@ -29,7 +31,8 @@
 
 const struct bs_config *bs_active(void);
 /* The settings when connect.c's fresh path may serve them (init.c), else
- * NULL, as before start-up. */
+ * NULL, as before start-up; then the fd table's fast track is enabled too
+ * (bs_fd_fresh_below). */
 extern const struct bs_config *_Atomic bs_fresh_cfg_g __attribute__((visibility("hidden")));
 /* The settings for one destination ([dest ...] rules), fast when none. */
 int bs_name_has(void *ctx, uint64_t name, uint64_t key);
@@ -73,11 +76,45 @@ static inline int bs_nb_mode(const struct bs_config *cfg)
 									       : BS_NB_DEFER;
 }
 
+/* errno of this thread, without a call to __errno_location: the thread
+ * pointer plus the offset of libc's errno, which is the same in every
+ * thread (libc's TLS is in the static TLS block). init.c measures the
+ * offset before it enables the fresh path, its only user. */
+extern long bs_errno_off_g __attribute__((visibility("hidden")));
+static inline int *bs_errno(void)
+{
+	return (int *)((char *)__builtin_thread_pointer() + bs_errno_off_g);
+}
+
+/* stamp.c: time stamps for the fast path (common/stamp.h). Counter
+ * stamps where the kernel's clock runs on the CPU's counter, else
+ * nanoseconds; bs_stamp_setup decides once, at initialisation. */
+extern _Atomic int bs_stamp_counting_g __attribute__((visibility("hidden")));
+void bs_stamp_setup(void);
+static inline uint64_t bs_stamp_now(void)
+{
+	if (atomic_load_explicit(&bs_stamp_counting_g, memory_order_relaxed))
+		return bs_stamp_counter() | BS_STAMP_TICKS;
+	return bs_now();
+}
+/* CLOCK_MONOTONIC ns of a stamp (a nanosecond one is returned as is). */
+uint64_t bs_stamp_ns_of(uint64_t stamp);
+static inline uint64_t bs_stamp_to_ns(uint64_t stamp)
+{
+	return __builtin_expect(stamp & BS_STAMP_TICKS, 0) ? bs_stamp_ns_of(stamp) : stamp;
+}
+/* When fd's slot says its connect started or it connected (since), in ns. */
+static inline uint64_t bs_fd_since_ns(int fd)
+{
+	return bs_stamp_to_ns(atomic_load(&bs_fd_slot(bs_fds(), fd)->since));
+}
+
 /* The retry engine (engine.c): called by the connect() wrapper for an
  * AF_INET/AF_INET6 (or enabled AF_UNIX) destination. */
 int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key);
-/* The engine from where the program's own connect (started at t0) failed
+/* The engine from where the program's own connect (started at t0, a
+ * stamp) failed
  * with err; saved is errno as the program had it. */
 int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved);

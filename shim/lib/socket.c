@@ -8,8 +8,7 @@
 
 static int fresh(int fd)
 {
-	if (fd >= 0)
-		bs_outcome_new_fd(fd);
+	bs_outcome_new_fd(fd); /* (-1 is out of the table's range) */
 	return fd;
 }
 

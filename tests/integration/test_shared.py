@@ -368,7 +368,7 @@ def test_garbage_in_the_table_cannot_crash_or_stall_a_process():
 def test_a_table_of_another_user_is_never_used():
     """The per-user table's name, made by another user first: refused (as
     are symlinks, checked above), with one line."""
-    path = "/dev/shm/backoffshim-v1-u%d-n%d" % (os.geteuid(), os.stat("/proc/self/ns/net").st_ino)
+    path = "/dev/shm/backoffshim-v2-u%d-n%d" % (os.geteuid(), os.stat("/proc/self/ns/net").st_ino)
     good = new_table()
     run([prog("legacy_client"), "127.0.0.1", "1"],
         shim_env(BACKOFFSHIM_SHARED=good, BACKOFFSHIM_MAX_ATTEMPTS="1"))

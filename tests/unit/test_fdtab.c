@@ -187,10 +187,10 @@ static void test_pending_count(void **state)
 	assert_int_equal(atomic_load(&t->pending), 0);
 	assert_false(bs_fd_any_pending(t));
 	/* renew forgets flags and the epoll registration; clear keeps them */
-	atomic_store(&t->slots[9].ep_set, 5);
+	bs_fd_ep_added(t, 40, 9, 1, 9);
 	bs_fd_track(t, 9, BS_FD_CONNECTING, 0x99, 1, 1, NULL, 0);
 	bs_fd_clear(t, 9);
-	assert_int_equal(atomic_load(&t->slots[9].ep_set), 5);
+	assert_int_equal(atomic_load(&t->slots[9].ep_set), 41);
 	bs_fd_renew(t, 7);
 	assert_int_equal(atomic_load(&t->slots[7].flags), 0);
 	bs_fd_renew(t, 9);
@@ -361,43 +361,78 @@ static void test_read_dest(void **state)
 	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 1);
 }
 
-/* The fresh path's track: an IPv4 connection on probation, its address
- * kept at its own size; a slot with flags beyond NO_PARK takes the full
- * track; an identity is cleared. */
-static void test_track_connected(void **state)
+/* connect.c's fast track around a connect that succeeded: 1 if it
+ * applied. */
+static int track_fresh(struct bs_fdtab *t, int fd, uint64_t key, uint64_t since)
+{
+	if (!bs_fd_fresh_below(t, fd) || !bs_fd_fresh_ready(bs_fd_slot_at(t, fd)))
+		return 0;
+	bs_fd_prepare_fresh(bs_fd_slot_at(t, fd), key, since);
+	bs_fd_publish_fresh(bs_fd_slot_at(t, fd));
+	return 1;
+}
+
+/* The fast track applies once enabled, below the high-water mark only. */
+static void test_fresh_bound(void **state)
 {
 	struct bs_fdtab *t = *state;
+	bs_fd_track(t, 9, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	bs_fd_clear(t, 9);
+	assert_false(bs_fd_fresh_below(t, 3)); /* not enabled */
+	bs_fd_enable_fresh(t);
+	assert_true(bs_fd_fresh_below(t, 3));
+	assert_true(bs_fd_fresh_below(t, 9));
+	assert_false(bs_fd_fresh_below(t, 10)); /* above the mark: the full track */
+	assert_false(bs_fd_fresh_below(t, -1));
+	bs_fd_track(t, 20, BS_FD_CONNECTING, 1, 1, 1, NULL, 0); /* raises both */
+	assert_true(bs_fd_fresh_below(t, 20));
+	assert_false(bs_fd_fresh_below(t, 21));
+	bs_fd_track(t, (int)CAP - 1, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	assert_true(bs_fd_fresh_below(t, (int)CAP - 1));
+	assert_false(bs_fd_fresh_below(t, (int)CAP));
+}
+
+/* The fast track: an IPv4 connection on probation, whose address is
+ * rebuilt from its key; a slot with anything but NO_PARK recorded is left
+ * to the full track. */
+static void test_fresh_track(void **state)
+{
+	struct bs_fdtab *t = *state;
+	bs_fd_enable_fresh(t);
+	bs_fd_track(t, 30, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	bs_fd_clear(t, 30);
 	struct sockaddr_in a4 = v4(5432);
 	uint64_t key = bs_addr_key((struct sockaddr *)&a4, sizeof a4);
-	bs_fd_track_connected(t, 9, key, 777, (struct sockaddr *)&a4);
+	assert_true(track_fresh(t, 9, key, 777));
 	expect_slot(t, 9, BS_FD_PROBATION, key, 777, 0, &a4, sizeof a4);
-	assert_int_equal(high(t), 10);
 	assert_false(bs_fd_any_pending(t));
+	assert_int_equal(high(t), 31);
 
-	/* flags beyond NO_PARK (a socket the shim took out of an epoll set):
-	 * the full track, which keeps NO_PARK only */
+	/* flags beyond NO_PARK, an identity, an epoll registration, a state:
+	 * not for the fast track */
 	atomic_store(&t->slots[11].flags, BS_FDF_NO_PARK | BS_FDF_EP_REMOVED);
-	bs_fd_track_connected(t, 11, key, 5, (struct sockaddr *)&a4);
-	expect_slot(t, 11, BS_FD_PROBATION, key, 5, 5, &a4, sizeof a4);
-	assert_int_equal(atomic_load(&t->slots[11].flags), BS_FDF_NO_PARK);
-
-	/* an identity left by an earlier socket of that number is cleared */
+	assert_false(track_fresh(t, 11, key, 5));
 	bs_fd_set_ident(t, 12, 1, 2);
-	assert_true(bs_fd_ident_matches(t, 12, 1, 2));
-	bs_fd_track_connected(t, 12, key, 6, (struct sockaddr *)&a4);
-	assert_false(bs_fd_ident_matches(t, 12, 1, 2));
-	expect_slot(t, 12, BS_FD_PROBATION, key, 6, 0, &a4, sizeof a4);
+	assert_false(track_fresh(t, 12, key, 5));
+	bs_fd_ep_added(t, 25, 13, 1, 13);
+	assert_false(track_fresh(t, 13, key, 5));
+	bs_fd_track(t, 14, BS_FD_CONNECTING, key, 1, 1, NULL, 0);
+	assert_false(track_fresh(t, 14, key, 5));
+	assert_int_equal(bs_fd_state(t, 14), BS_FD_CONNECTING);
+	/* NO_PARK alone (a dup'ed socket) is kept along */
+	atomic_store(&t->slots[15].flags, BS_FDF_NO_PARK);
+	assert_true(track_fresh(t, 15, key, 5));
+	assert_int_equal(atomic_load(&t->slots[15].flags), BS_FDF_NO_PARK);
 
-	/* over an earlier IPv6 destination: only the IPv4 address is read */
+	/* over an earlier IPv6 destination: its bytes are never read back */
 	struct sockaddr_in6 a6 = v6(443);
-	bs_fd_track(t, 13, BS_FD_CONNECTING, 0xabc, 1, 1, (struct sockaddr *)&a6, sizeof a6);
-	bs_fd_clear(t, 13);
-	bs_fd_track_connected(t, 13, key, 2, (struct sockaddr *)&a4);
-	expect_slot(t, 13, BS_FD_PROBATION, key, 2, 1, &a4, sizeof a4);
-	/* out of range: nothing */
-	bs_fd_track_connected(t, (int)CAP, key, 1, (struct sockaddr *)&a4);
-	bs_fd_track_connected(t, -1, key, 1, (struct sockaddr *)&a4);
-	assert_int_equal(high(t), 14);
+	bs_fd_track(t, 16, BS_FD_CONNECTING, 0xabc, 1, 1, (struct sockaddr *)&a6, sizeof a6);
+	bs_fd_clear(t, 16);
+	assert_true(track_fresh(t, 16, key, 2));
+	expect_slot(t, 16, BS_FD_PROBATION, key, 2, 1, &a4, sizeof a4);
+	/* copied by dup: the key, and so the address, go along */
+	bs_fd_copy(t, 16, 17);
+	expect_slot(t, 17, BS_FD_PROBATION, key, 2, 1, &a4, sizeof a4);
 }
 
 /* close() of a connection only on probation to a destination with no
@@ -407,9 +442,12 @@ static void test_drop_probation(void **state)
 	struct bs_fdtab *t = *state;
 	struct bs_table *tab = calloc(1, sizeof *tab);
 	assert_non_null(tab);
+	bs_fd_enable_fresh(t);
+	bs_fd_track(t, 20, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	bs_fd_clear(t, 20);
 	struct sockaddr_in a4 = v4(80);
 	uint64_t key = bs_addr_key((struct sockaddr *)&a4, sizeof a4);
-	bs_fd_track_connected(t, 3, key, 1, (struct sockaddr *)&a4);
+	assert_true(track_fresh(t, 3, key, 1));
 	assert_true(bs_fd_drop_probation(bs_fd_slot(t, 3), tab));
 	assert_int_equal(bs_fd_state(t, 3), BS_FD_NONE);
 	/* not on probation */
@@ -417,21 +455,48 @@ static void test_drop_probation(void **state)
 	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 4), tab));
 	assert_int_equal(bs_fd_state(t, 4), BS_FD_CONNECTING);
 	/* an epoll registration, flags, an identity: the full path */
-	bs_fd_track_connected(t, 5, key, 1, (struct sockaddr *)&a4);
-	bs_fd_ep_added(t, 20, 5, 1, 5);
+	assert_true(track_fresh(t, 5, key, 1));
+	bs_fd_ep_added(t, 19, 5, 1, 5);
 	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 5), tab));
-	bs_fd_track_connected(t, 6, key, 1, (struct sockaddr *)&a4);
+	assert_true(track_fresh(t, 6, key, 1));
 	atomic_store(&t->slots[6].flags, BS_FDF_NO_PARK);
 	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 6), tab));
-	bs_fd_track_connected(t, 7, key, 1, (struct sockaddr *)&a4);
+	assert_true(track_fresh(t, 7, key, 1));
 	bs_fd_set_ident(t, 7, 1, 1);
 	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 7), tab));
 	/* its destination has an entry (a reset may be due) */
-	bs_fd_track_connected(t, 8, key, 1, (struct sockaddr *)&a4);
+	assert_true(track_fresh(t, 8, key, 1));
 	assert_non_null(bs_table_claim(tab, key, 1, 1000000000ull));
 	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 8), tab));
 	assert_int_equal(bs_fd_state(t, 8), BS_FD_PROBATION);
 	free(tab);
+}
+
+/* An identity or an epoll registration is never recorded without
+ * BS_FDF_EXTRA, so the head word alone says "nothing recorded"; renewing
+ * clears all of it. */
+static void test_extra_flag(void **state)
+{
+	struct bs_fdtab *t = *state;
+	bs_fd_set_ident(t, 3, 1, 9);
+	bs_fd_ep_added(t, 10, 4, 1, 4);
+	bs_fd_copy(t, 3, 5);
+	bs_fd_track(t, 6, BS_FD_CONNECTING, 6, 1, 1, NULL, 0);
+	bs_fd_ep_added(t, 10, 6, 1, 6);
+	bs_fd_track(t, 6, BS_FD_PARKED, 6, 1, 1, NULL, 0); /* a new track keeps it */
+	for (int fd = 3; fd <= 6; fd++) {
+		struct bs_fdslot *s = bs_fd_slot(t, fd);
+		if (atomic_load(&s->ident_ino) || atomic_load(&s->ep_set))
+			assert_true(atomic_load(&s->flags) & BS_FDF_EXTRA);
+		assert_true(bs_fd_head_of(s) != 0);
+		bs_fd_renew(t, fd);
+		assert_int_equal(bs_fd_head_of(s), 0);
+		assert_int_equal(atomic_load(&s->ident_ino), 0);
+		assert_int_equal(atomic_load(&s->ep_set), 0);
+	}
+	assert_int_equal(bs_fd_head(BS_FD_PROBATION, 0),
+			 bs_fd_head(BS_FD_PROBATION, 0) & 0xffffffffull ? BS_FD_PROBATION
+									: (uint64_t)BS_FD_PROBATION << 32);
 }
 
 /* socket()/accept(): a clean slot is only read; a slot with anything left
@@ -578,7 +643,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_and_take, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_read_dest, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_ident, tab_setup, tab_teardown),
-		cmocka_unit_test_setup_teardown(test_track_connected, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_bound, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_fresh_track, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_extra_flag, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_drop_probation, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_renew, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_epoll_registrations, tab_setup, tab_teardown),

@@ -67,11 +67,11 @@ static void test_user_path(void **state)
 	(void)state;
 	char buf[128];
 	size_t n = bs_shtab_user_path(buf, sizeof buf, "/dev/shm", 1000, 4026531840ull);
-	assert_string_equal(buf, "/dev/shm/backoffshim-v1-u1000-n4026531840");
+	assert_string_equal(buf, "/dev/shm/backoffshim-v2-u1000-n4026531840");
 	assert_int_equal(n, strlen(buf));
 	assert_int_equal(bs_shtab_user_path(buf, 10, "/dev/shm", 0, 0), 0);
 	bs_shtab_user_path(buf, sizeof buf, "/x", 0, 0);
-	assert_string_equal(buf, "/x/backoffshim-v1-u0-n0");
+	assert_string_equal(buf, "/x/backoffshim-v2-u0-n0");
 }
 
 int main(void)
