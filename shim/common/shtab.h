@@ -19,7 +19,8 @@
 #include "table.h"
 
 #define BS_SHTAB_MAGIC 0x62736869667473ull /* "bshifts" */
-#define BS_SHTAB_LAYOUT 2u /* 2: IPv4 keys hold port and address in memory order */
+#define BS_SHTAB_LAYOUT 2u /* 2: IPv4 keys hold port and address in memory
+			    * order, and a key's home slot is a Fibonacci hash */
 #define BS_SHTAB_OFFSET 4096u /* the table starts here */
 #define BS_SHTAB_SIZE (BS_SHTAB_OFFSET + sizeof(struct bs_table))
 
