@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #ifndef BS_PREFIX
@@ -189,46 +191,94 @@ static int set_config_file(const char *path)
 	return 0;
 }
 
-/* The file execvp would run for cmd, into path; 0 if none is found. */
+/* The file execvp would run for cmd, into path; 0 if none is found. Like
+ * glibc: the first executable regular file along PATH (an empty entry is
+ * the current directory; "/bin:/usr/bin" when PATH is unset). */
 static int find_command(const char *cmd, char *path, size_t n)
 {
 	if (strchr(cmd, '/'))
 		return snprintf(path, n, "%s", cmd) < (int)n;
 	const char *dirs = getenv("PATH");
 	if (!dirs)
-		dirs = "/usr/local/bin:/usr/bin:/bin";
-	for (const char *p = dirs; *p;) {
+		dirs = "/bin:/usr/bin";
+	for (const char *p = dirs;; p++) {
 		size_t len = strcspn(p, ":");
-		if (snprintf(path, n, "%.*s/%s", (int)len, len ? p : ".", cmd) < (int)n &&
-		    access(path, X_OK) == 0)
+		struct stat st;
+		if (snprintf(path, n, "%.*s%s%s", (int)len, p, len ? "/" : "", cmd) < (int)n &&
+		    stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
 			return 1;
-		p += len + (p[len] == ':');
+		p += len;
+		if (!*p)
+			return 0;
 	}
-	return 0;
+}
+
+/* Would exec of this file run in secure mode (AT_SECURE), where the loader
+ * ignores LD_PRELOAD? Set-id bits count only when they change an id and the
+ * file system honours them; file capabilities only for a user other than
+ * root. */
+static int execs_securely(const char *path, const struct stat *st)
+{
+	struct statvfs fs;
+	if (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID))
+		return 0;
+	if ((st->st_mode & S_ISUID) && st->st_uid != getuid())
+		return 1;
+	if ((st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP) && st->st_gid != getgid())
+		return 1;
+	return getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0;
+}
+
+/* The interpreter a "#!" line names, into interp; 0 if head has none. */
+static int script_interpreter(const unsigned char *head, size_t n, char *interp, size_t size)
+{
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return 0;
+	size_t i = 2, len = 0;
+	while (i < n && (head[i] == ' ' || head[i] == '\t'))
+		i++;
+	while (i < n && len + 1 < size && !strchr(" \t\n", head[i]) && head[i])
+		interp[len++] = (char)head[i++];
+	interp[len] = '\0';
+	return len > 0;
+}
+
+/* Why the shim cannot act on the program in path, or NULL; a script is
+ * judged by its interpreter. */
+static const char *why_no_effect(const char *path, int depth)
+{
+	static unsigned char head[64 * 1024];
+	static char why[PATH_MAX + 64];
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+	size_t n = f && fstat(fileno(f), &st) == 0 ? fread(head, 1, sizeof head, f) : 0;
+	if (f)
+		fclose(f);
+	char interp[PATH_MAX];
+	if (depth < 4 && script_interpreter(head, n, interp, sizeof interp)) {
+		const char *inner = why_no_effect(interp, depth + 1);
+		if (!inner || inner == why)
+			return inner;
+		snprintf(why, sizeof why, "its interpreter %s: %s", interp, inner);
+		return why;
+	}
+	enum bs_elf_kind kind = bs_elf_kind(head, n);
+	if (kind != BS_ELF_UNKNOWN && execs_securely(path, &st))
+		return "it is setuid/setgid or has file capabilities, and the loader ignores LD_PRELOAD for it";
+	if (kind == BS_ELF_STATIC)
+		return "it is statically linked, so nothing is preloaded into it";
+	if (kind == BS_ELF_GO)
+		return "it is a Go program, which connects without the C library";
+	return NULL;
 }
 
 /* One warning line if the shim cannot act on cmd; cmd runs anyway. */
 static void warn_if_no_effect(const char *cmd)
 {
 	char path[PATH_MAX];
-	static unsigned char head[64 * 1024];
-	struct stat st;
-	if (!find_command(cmd, path, sizeof path) || stat(path, &st) != 0)
+	if (!find_command(cmd, path, sizeof path))
 		return; /* execvp reports it */
-	const char *why = NULL;
-	if (st.st_mode & (S_ISUID | S_ISGID)) {
-		why = "it is setuid/setgid, and the loader ignores LD_PRELOAD for it";
-	} else {
-		FILE *f = fopen(path, "rb");
-		size_t n = f ? fread(head, 1, sizeof head, f) : 0;
-		if (f)
-			fclose(f);
-		enum bs_elf_kind k = bs_elf_kind(head, n);
-		if (k == BS_ELF_STATIC)
-			why = "it is statically linked, so nothing is preloaded into it";
-		else if (k == BS_ELF_GO)
-			why = "it is a Go program, which connects without the C library";
-	}
+	const char *why = why_no_effect(path, 0);
 	if (why)
 		fprintf(stderr, "backoffshim run: warning: the shim will have no effect on %s: %s\n",
 			path, why);

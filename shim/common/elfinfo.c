@@ -2,66 +2,114 @@
 #include "elfinfo.h"
 
 #include <elf.h>
+#include <stdint.h>
 #include <string.h>
 
-static int has_go_build_id(const unsigned char *buf, size_t n)
-{
-	static const char mark[] = "Go build ID: \"";
-	size_t m = sizeof mark - 1;
-	for (size_t i = 0; i + m <= n; i++)
-		if (buf[i] == 'G' && !memcmp(buf + i, mark, m))
-			return 1;
-	return 0;
-}
+/* The program headers of either ELF class, read field by field. */
+struct phdrs {
+	const unsigned char *buf;
+	size_t n;
+	int is64;
+	uint64_t off;
+	unsigned count, size;
+};
 
-/* Does the 64-bit ELF image in buf have a PT_INTERP program header?
- * -1 if the headers are not within buf. */
-static int has_interp64(const unsigned char *buf, size_t n)
+struct seg {
+	uint32_t type;
+	uint64_t offset, filesz;
+};
+
+/* 0 if the program headers lie within the buffer. */
+static int open_phdrs(struct phdrs *ph, const unsigned char *buf, size_t n)
 {
-	Elf64_Ehdr eh;
-	if (n < sizeof eh)
+	ph->buf = buf;
+	ph->n = n;
+	ph->is64 = buf[EI_CLASS] == ELFCLASS64;
+	if (ph->is64) {
+		Elf64_Ehdr eh;
+		if (n < sizeof eh)
+			return -1;
+		memcpy(&eh, buf, sizeof eh);
+		ph->off = eh.e_phoff, ph->count = eh.e_phnum, ph->size = eh.e_phentsize;
+		if (ph->size != sizeof(Elf64_Phdr))
+			return -1;
+	} else if (buf[EI_CLASS] == ELFCLASS32) {
+		Elf32_Ehdr eh;
+		if (n < sizeof eh)
+			return -1;
+		memcpy(&eh, buf, sizeof eh);
+		ph->off = eh.e_phoff, ph->count = eh.e_phnum, ph->size = eh.e_phentsize;
+		if (ph->size != sizeof(Elf32_Phdr))
+			return -1;
+	} else {
 		return -1;
-	memcpy(&eh, buf, sizeof eh);
-	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > n ||
-	    (size_t)eh.e_phnum * sizeof(Elf64_Phdr) > n - eh.e_phoff)
-		return -1;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
-		memcpy(&ph, buf + eh.e_phoff + i * sizeof ph, sizeof ph);
-		if (ph.p_type == PT_INTERP)
-			return 1;
 	}
+	if (ph->off > n || (uint64_t)ph->count * ph->size > n - ph->off)
+		return -1;
 	return 0;
 }
 
-static int has_interp32(const unsigned char *buf, size_t n)
+static struct seg segment(const struct phdrs *ph, unsigned i)
 {
-	Elf32_Ehdr eh;
-	if (n < sizeof eh)
-		return -1;
-	memcpy(&eh, buf, sizeof eh);
-	if (eh.e_phentsize != sizeof(Elf32_Phdr) || eh.e_phoff > n ||
-	    (size_t)eh.e_phnum * sizeof(Elf32_Phdr) > n - eh.e_phoff)
-		return -1;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf32_Phdr ph;
-		memcpy(&ph, buf + eh.e_phoff + i * sizeof ph, sizeof ph);
-		if (ph.p_type == PT_INTERP)
+	const unsigned char *at = ph->buf + ph->off + (size_t)i * ph->size;
+	if (ph->is64) {
+		Elf64_Phdr p;
+		memcpy(&p, at, sizeof p);
+		return (struct seg){p.p_type, p.p_offset, p.p_filesz};
+	}
+	Elf32_Phdr p;
+	memcpy(&p, at, sizeof p);
+	return (struct seg){p.p_type, p.p_offset, p.p_filesz};
+}
+
+#define NT_GO_BUILDID 4 /* the Go linker's build-id note (cmd/link) */
+
+/* The note's name is "Go": the Go linker writes it with a size of 4 (its
+ * padding counted), other tools with 3. */
+static int named_go(const unsigned char *name, uint32_t size)
+{
+	static const unsigned char go[4] = "Go";
+	return (size == 3 || size == 4) && !memcmp(name, go, size);
+}
+
+static uint32_t align4(uint32_t v)
+{
+	return (v + 3u) & ~3u;
+}
+
+/* Does a PT_NOTE segment, as far as it lies within the buffer, hold the Go
+ * linker's build-id note? Every Go program has one, stripped or not. */
+static int has_go_note(const struct phdrs *ph, struct seg s)
+{
+	if (s.offset > ph->n)
+		return 0;
+	uint64_t end = s.filesz > ph->n - s.offset ? ph->n : s.offset + s.filesz;
+	for (uint64_t at = s.offset; end - at >= sizeof(Elf64_Nhdr);) {
+		Elf64_Nhdr nh; /* the same three words in both classes */
+		memcpy(&nh, ph->buf + at, sizeof nh);
+		uint64_t name = at + sizeof nh;
+		uint64_t next = name + (uint64_t)align4(nh.n_namesz) + align4(nh.n_descsz);
+		if (nh.n_namesz > 0xffff || nh.n_descsz > 0xffffff || next > end)
+			return 0;
+		if (nh.n_type == NT_GO_BUILDID && named_go(ph->buf + name, nh.n_namesz))
 			return 1;
+		at = next;
 	}
 	return 0;
 }
 
 enum bs_elf_kind bs_elf_kind(const unsigned char *buf, size_t n)
 {
-	if (n < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG))
+	struct phdrs ph;
+	if (n < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) || open_phdrs(&ph, buf, n))
 		return BS_ELF_UNKNOWN;
-	int interp = buf[EI_CLASS] == ELFCLASS64   ? has_interp64(buf, n)
-		     : buf[EI_CLASS] == ELFCLASS32 ? has_interp32(buf, n)
-						   : -1;
-	if (interp < 0)
-		return BS_ELF_UNKNOWN;
-	if (has_go_build_id(buf, n))
+	int interp = 0, go = 0;
+	for (unsigned i = 0; i < ph.count; i++) {
+		struct seg s = segment(&ph, i);
+		interp |= s.type == PT_INTERP;
+		go |= s.type == PT_NOTE && has_go_note(&ph, s);
+	}
+	if (go)
 		return BS_ELF_GO;
 	return interp ? BS_ELF_DYNAMIC : BS_ELF_STATIC;
 }

@@ -14,7 +14,8 @@ enum bs_elf_kind {
 	BS_ELF_UNKNOWN = 0, /* not ELF (a script...), or not readable as one */
 	BS_ELF_DYNAMIC,     /* has PT_INTERP: the dynamic loader runs, LD_PRELOAD works */
 	BS_ELF_STATIC,      /* no PT_INTERP: nothing is preloaded */
-	BS_ELF_GO,          /* a Go program: its runtime makes system calls itself */
+	BS_ELF_GO,          /* a Go program (the Go linker's build-id note in a PT_NOTE
+	                       segment): its runtime makes system calls itself */
 };
 
 /* What buf (the file's first n bytes; 64 KiB is plenty) says. */

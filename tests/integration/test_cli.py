@@ -109,21 +109,65 @@ def test_run_usage_errors():
         check(rc == 126 and "cannot run" in err, "not executable: rc=%d err=%r" % (rc, err))
 
 
+GO_NOTE_C = r"""
+/* the note the Go linker puts in every Go program */
+__asm__(".section .note.go.buildid,\"a\",@note\n"
+        ".balign 4\n.long 4, 8, 4\n.asciz \"Go\"\n.byte 0\n.ascii \"abcdefgh\"\n"
+        ".previous\n");
+int main(void) { return 3; }
+"""
+
+
+def build_program(d, name, source, *flags):
+    src = os.path.join(d, name + ".c")
+    with open(src, "w") as f:
+        f.write(source)
+    out = os.path.join(d, name)
+    r = subprocess.run(["cc", "-o", out, src] + list(flags), capture_output=True, text=True)
+    return out if r.returncode == 0 else None
+
+
+def setid_cases(d):
+    """Set-id programs that do and do not make the loader ignore
+    LD_PRELOAD, for whoever runs the test."""
+    cases = []
+    mine = os.path.join(d, "setuid-mine")
+    shutil.copy("/bin/true", mine)
+    os.chmod(mine, 0o4755)  # owned by the runner: exec changes no id
+    cases.append(([mine], 0, None))
+    if os.getuid() == 0:
+        other = os.path.join(d, "setuid-other")
+        shutil.copy("/bin/true", other)
+        os.chown(other, 65534, 65534)
+        os.chmod(other, 0o4755)
+        cases.append(([other], 0, "setuid"))
+    elif os.path.exists("/bin/su") and os.stat("/bin/su").st_mode & 0o4000:
+        cases.append((["/bin/su", "--version"], 0, "setuid"))
+    return cases
+
+
 def test_run_warns_when_the_shim_cannot_act():
-    """A static binary and a setuid one get one warning line each and run
-    anyway with their own exit status; a dynamic one gets none."""
+    """A static binary, a Go one (told by the Go linker's note), a script
+    whose interpreter is static and a program whose set-id bit changes the
+    runner's id get one warning line each and run anyway with their own
+    exit status; a dynamic one, a set-id one that changes no id and a C
+    program that prints Go's build-id text get none."""
     with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "p.c")
-        with open(src, "w") as f:
-            f.write("int main(void) { return 3; }\n")
-        static = os.path.join(d, "static")
-        r = subprocess.run(["cc", "-static", "-o", static, src], capture_output=True)
-        setuid = os.path.join(d, "setuid")
-        shutil.copy("/bin/true", setuid)
-        os.chmod(setuid, 0o4755)
-        cases = [([setuid], 0, "setuid"), (["true"], 0, None)]
-        if r.returncode == 0:
+        os.chmod(d, 0o755)
+        cases = [(["true"], 0, None)] + setid_cases(d)
+        static = build_program(d, "static", "int main(void) { return 3; }\n", "-static")
+        if static:
             cases.append(([static], 3, "statically linked"))
+            script = os.path.join(d, "script")
+            with open(script, "w") as f:
+                f.write("#!%s\n" % static)
+            os.chmod(script, 0o755)
+            cases.append(([script], 3, "its interpreter %s: it is statically linked" % static))
+        go = build_program(d, "go", GO_NOTE_C)
+        cases.append(([go], 3, "Go program"))
+        text = build_program(d, "text", 'const char *s = "Go build ID: \\"x\\"";\n'
+                             "int main(void) { return 3; }\n")
+        cases.append(([text], 3, None))
         for cmd, want_rc, why in cases:
             rc, out, err = run([CLI, "run", "--"] + cmd, cli_env())
             warnings = [l for l in err.splitlines() if "warning" in l]
@@ -133,6 +177,27 @@ def test_run_warns_when_the_shim_cannot_act():
                       "%r: %r" % (cmd, err))
             else:
                 check(not warnings, "%r: %r" % (cmd, err))
+
+
+def test_run_warns_about_the_file_execvp_runs():
+    """The warning looks along PATH as execvp does: a directory of the
+    command's name earlier on PATH is passed over, and an empty entry is
+    the current directory."""
+    with tempfile.TemporaryDirectory() as d:
+        static = build_program(d, "prog", "int main(void) { return 3; }\n", "-static")
+        if not static:
+            return
+        first, second = os.path.join(d, "first"), os.path.join(d, "second")
+        os.makedirs(os.path.join(first, "stcmd"))
+        os.makedirs(second)
+        shutil.copy(static, os.path.join(second, "stcmd"))
+        for path, cwd in ((first + ":" + second, None), (first + ":", second)):
+            env = cli_env()
+            env["PATH"] = path
+            r = subprocess.run([CLI, "run", "--", "stcmd"], env=env, cwd=cwd,
+                               capture_output=True, text=True, timeout=30)
+            check(r.returncode == 3 and r.stderr.count("statically linked") == 1,
+                  "PATH=%r: rc=%d %r" % (path, r.returncode, r.stderr))
 
 
 # --- help, version -------------------------------------------------------
