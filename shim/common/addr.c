@@ -20,7 +20,7 @@ static int is_v4_mapped(const struct in6_addr *a)
 
 enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len)
 {
-	if (!addr || len < (socklen_t)sizeof(sa_family_t))
+	if (!bs_addr_plausible(addr) || len < (socklen_t)sizeof(sa_family_t))
 		return BS_ADDR_OTHER;
 	switch (addr->sa_family) {
 	case AF_INET:

@@ -17,6 +17,17 @@
 
 enum bs_addr_kind { BS_ADDR_OTHER = 0, BS_ADDR_INET = 1, BS_ADDR_UNIX = 2 };
 
+/* Could p point into a process's memory? Not in its first page (NULL and
+ * the small numbers a bad cast gives) nor in the kernel's half (-1 as a
+ * pointer): given those, the kernel fails the call with EFAULT, and the
+ * shim, which reads the address first, must not fault instead. (A pointer
+ * to an unmapped page of the user's half is not caught.) */
+#define BS_ADDR_USER_TOP (1ull << 56) /* x86-64 with 5-level paging; aarch64 is 52 bits */
+static inline int bs_addr_plausible(const void *p)
+{
+	return (uintptr_t)p - 4096u < BS_ADDR_USER_TOP - 4096u;
+}
+
 /* Which kind of destination addr is; BS_ADDR_OTHER for anything malformed,
  * too short, or of another family. */
 enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len);
@@ -46,7 +57,8 @@ static inline uint64_t bs_addr_v4_key_of(const struct sockaddr_in *in)
  * anything else. */
 static inline uint64_t bs_addr_v4_key(const struct sockaddr *addr, socklen_t len)
 {
-	if (!addr || len < (socklen_t)sizeof(struct sockaddr_in) || addr->sa_family != AF_INET)
+	if (!bs_addr_plausible(addr) || len < (socklen_t)sizeof(struct sockaddr_in) ||
+	    addr->sa_family != AF_INET)
 		return 0;
 	return bs_addr_v4_key_of((const struct sockaddr_in *)addr);
 }

@@ -36,7 +36,8 @@ static __attribute__((noinline)) int say_passed(int fd, const struct sockaddr *a
 {
 	int r = bs_real_connect(fd, addr, len), saved = errno;
 	char name[128] = "?";
-	bs_addr_format(addr, len, name, sizeof name);
+	if (r == 0 || saved != EFAULT)
+		bs_addr_format(addr, len, name, sizeof name);
 	struct bs_line l;
 	bs_line_start(&l);
 	bs_line_event(&l, "pass");
@@ -103,9 +104,12 @@ static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *a
 }
 
 /* What the fresh path keeps in memory across the program's connect, for
- * its rare paths (the destination and the start are in the slot). */
+ * its rare paths. The destination and the start are in the slot too, but
+ * while the connect blocks, another thread may close the number and
+ * connect a new socket on it: what this call learns is read from here. */
 struct fresh {
 	const struct sockaddr *addr;
+	uint64_t key, t0;
 	socklen_t len;
 	int saved; /* errno as the program had it */
 };
@@ -120,9 +124,8 @@ static int fd_of(struct bs_fdslot *s)
 static __attribute__((noinline, cold)) int fresh_failed(const struct fresh *f,
 							 struct bs_fdslot *s)
 {
-	return bs_engine_first_failed(bs_fresh_cfg_g, fd_of(s), f->addr, f->len,
-				      atomic_load(&s->key), atomic_load(&s->since), errno,
-				      f->saved);
+	return bs_engine_first_failed(bs_fresh_cfg_g, fd_of(s), f->addr, f->len, f->key, f->t0,
+				      errno, f->saved);
 }
 
 /* It connected while the table may hold its destination: if it does (it
@@ -131,11 +134,9 @@ static __attribute__((noinline, cold)) int fresh_failed(const struct fresh *f,
 static __attribute__((noinline)) int fresh_with_table(const struct fresh *f,
 							struct bs_fdslot *s)
 {
-	uint64_t key = atomic_load(&s->key);
-	if (bs_table_lookup(bs_tab(), key)) {
-		struct bs_dest d = {key, f->addr, f->len};
-		bs_outcome_connected(bs_fresh_cfg_g, &d, fd_of(s),
-				     bs_stamp_to_ns(atomic_load(&s->since)));
+	if (bs_table_lookup(bs_tab(), f->key)) {
+		struct bs_dest d = {f->key, f->addr, f->len};
+		bs_outcome_connected(bs_fresh_cfg_g, &d, fd_of(s), bs_stamp_to_ns(f->t0));
 	} else {
 		bs_fd_publish_fresh(s);
 	}
@@ -154,13 +155,11 @@ static inline __attribute__((always_inline)) int fresh(int fd, const struct sock
 							socklen_t len, struct bs_fdslot *s,
 							uint64_t key, uint64_t t0)
 {
-	struct fresh f = {addr, len, *bs_errno()};
+	struct fresh f = {addr, key, t0, len, *bs_errno()};
 	bs_fd_prepare_fresh(s, key, t0);
 	if (__builtin_expect(bs_real_connect(fd, addr, len) != 0, 0))
 		return fresh_failed(&f, s);
-	if (__builtin_expect(bs_table_may_hold(bs_tab(), atomic_load_explicit(
-								 &s->key, memory_order_relaxed)),
-			     0))
+	if (__builtin_expect(bs_table_may_hold(bs_tab(), f.key), 0))
 		return fresh_with_table(&f, s);
 	bs_fd_publish_fresh(s);
 	return 0;

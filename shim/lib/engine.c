@@ -10,6 +10,7 @@
 #include "addr.h"
 #include "budget.h"
 #include "clock.h"
+#include "errname.h"
 #include "log.h"
 #include "policy.h"
 #include "real.h"
@@ -371,9 +372,10 @@ static int retry_loop(struct call *c)
 	}
 }
 
-/* debug: a connect the shim let through (it worked at once, or it is a
- * non-blocking one in progress whose outcome the shim watches) */
-static __attribute__((noinline)) void say_passed(const struct call *c, const char *what)
+/* debug: a connect the shim let through (it worked at once, it is a
+ * non-blocking one in progress whose outcome the shim watches, or it
+ * failed with an error the shim does not retry: err, then) */
+static __attribute__((noinline)) void say_passed(const struct call *c, const char *what, int err)
 {
 	int saved = errno;
 	char name[128] = "?";
@@ -381,10 +383,14 @@ static __attribute__((noinline)) void say_passed(const struct call *c, const cha
 	struct bs_line l;
 	bs_line_start(&l);
 	bs_line_event(&l, "pass");
-	bs_line_fields(&l, name, 0, UINT64_MAX, 0);
+	bs_line_fields(&l, name, 0, UINT64_MAX, err);
 	bs_line_str(&l, "connect ");
 	bs_line_str(&l, name);
 	bs_line_str(&l, what);
+	if (err) {
+		bs_line_str(&l, bs_errno_msg(err));
+		bs_line_str(&l, ")");
+	}
 	bs_line_emit(&l, BS_LOG_DEBUG);
 	errno = saved;
 }
@@ -395,11 +401,14 @@ static __attribute__((noinline)) void say_passed(const struct call *c, const cha
 static int first_failed(struct call *c, uint64_t t0, int err)
 {
 	if (err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
-		say_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)");
+		say_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)", 0);
 	if (err == EINPROGRESS)
 		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, t0);
-	if (!bs_config_retries(c->cfg, err))
+	if (!bs_config_retries(c->cfg, err)) {
+		if (bs_log_enabled(BS_LOG_DEBUG))
+			say_passed(c, ": passed through (an error the shim does not retry: ", err);
 		return errno = err, -1;
+	}
 	if (bs_sock_is_blocking_stream(c->fd))
 		return AGAIN;
 	struct bs_dest d = dest_of(c);
@@ -417,7 +426,7 @@ static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
 	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
 		connected(c, *t0);
 		if (bs_log_enabled(BS_LOG_DEBUG))
-			say_passed(c, ": passed through (connected at once)");
+			say_passed(c, ": passed through (connected at once)", 0);
 		errno = saved;
 		return 0;
 	}

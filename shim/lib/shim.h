@@ -91,6 +91,9 @@ static inline int *bs_errno(void)
  * nanoseconds; bs_stamp_setup decides once, at initialisation. */
 extern _Atomic int bs_stamp_counting_g __attribute__((visibility("hidden")));
 void bs_stamp_setup(void);
+/* A thread is about to forbid itself the counter: no stamp or clock read
+ * touches it from now on (see stamp.c). */
+void bs_stamp_stop(void);
 static inline uint64_t bs_stamp_now(void)
 {
 	if (atomic_load_explicit(&bs_stamp_counting_g, memory_order_relaxed))

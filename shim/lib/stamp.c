@@ -2,10 +2,12 @@
  * CPU's counter is used only where the kernel's own CLOCK_MONOTONIC runs
  * on it (its clocksource is that counter), so that both agree on rate and
  * monotonicity across CPUs; and, on x86-64, only while reading the TSC is
- * allowed (prctl PR_GET_TSC), since a disallowed read raises SIGSEGV. (A
- * thread that disallows it later faults in clock_gettime too, whose vDSO
- * reads the same TSC on such a kernel, checked on 6.18: the counter adds
- * no failure the clock read it replaces did not have.) */
+ * allowed (prctl PR_GET_TSC), since a disallowed read raises SIGSEGV. A
+ * thread that disallows it later (prctl PR_SET_TSC, which the shim
+ * interposes: prctl.c) stops the counting for the whole process first;
+ * stamps already made are converted with a last pair read then, and every
+ * clock is read by system call from then on, since the vDSO's
+ * clock_gettime reads the same TSC (checked on 6.18). */
 #include "clock.h"
 #include "shim.h"
 
@@ -17,6 +19,8 @@
 
 _Atomic int bs_stamp_counting_g;
 static struct bs_stamp_pair g_ref;
+static struct bs_stamp_pair g_last; /* once counting stopped */
+static _Atomic int g_stopped;
 
 static struct bs_stamp_pair pair_now(void)
 {
@@ -31,7 +35,7 @@ static struct bs_stamp_pair pair_now(void)
 static int counter_readable(void)
 {
 	int mode = 0;
-	return prctl(PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_ENABLE;
+	return syscall(SYS_prctl, PR_GET_TSC, &mode, 0, 0, 0) == 0 && mode == PR_TSC_ENABLE;
 }
 #elif defined(__aarch64__)
 #define COUNTER_CLOCKSOURCE "arch_sys_counter"
@@ -71,5 +75,17 @@ void bs_stamp_setup(void)
 
 uint64_t bs_stamp_ns_of(uint64_t stamp)
 {
+	if (atomic_load(&g_stopped))
+		return bs_stamp_ns(stamp, g_ref, g_last);
 	return bs_stamp_ns(stamp, g_ref, pair_now());
+}
+
+void bs_stamp_stop(void)
+{
+	if (atomic_load(&bs_stamp_counting_g) && !atomic_load(&g_stopped)) {
+		g_last = pair_now(); /* the counter may still be read here */
+		atomic_store(&g_stopped, 1);
+		atomic_store(&bs_stamp_counting_g, 0);
+	}
+	bs_clock_by_syscall();
 }
