@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -227,7 +228,7 @@ void bs_line_fields(struct bs_line *l, const char *dest, uint32_t attempt, uint6
 {
 	size_t i = 0;
 	for (; dest && dest[i] && i < sizeof l->dest - 1; i++)
-		l->dest[i] = dest[i] == '"' || dest[i] == '\\' || dest[i] < ' ' ? '_' : dest[i];
+		l->dest[i] = dest[i] < ' ' || dest[i] > '~' ? '?' : dest[i]; /* (escaped when rendered) */
 	l->dest[i] = 0;
 	l->attempt = attempt;
 	l->wait = wait;
@@ -286,17 +287,22 @@ static const char *level_name(enum bs_level level)
 	return level == BS_LOG_ERROR ? "error" : level == BS_LOG_DEBUG ? "debug" : "info";
 }
 
-/* a JSON string of the message: it is printable ASCII already (escaped as
- * it was added); quotes and backslashes are escaped once more */
+/* Room a JSON line keeps after its message: the closing quote, the
+ * dropped count, '}' and '\n'. */
+#define JSON_TAIL 96
+
+/* a JSON string of printable ASCII text (the message, escaped as it was
+ * added; a destination): quotes and backslashes are escaped. Cut short
+ * where the line is full, the string is still closed. */
 static void out_json_text(struct out *o, const char *s, size_t n)
 {
 	out_str(o, "\"");
-	for (size_t i = 0; i < n && o->n < OUT_MAX - 64; i++) {
+	for (size_t i = 0; i < n && o->n < OUT_MAX - JSON_TAIL; i++) {
 		if (s[i] == '"' || s[i] == '\\')
 			o->buf[o->n++] = '\\';
 		o->buf[o->n++] = s[i];
 	}
-	out_str(o, "\"");
+	o->buf[o->n++] = '"';
 }
 
 static void render_json(struct out *o, const struct bs_line *l, enum bs_level level)
@@ -307,12 +313,13 @@ static void render_json(struct out *o, const struct bs_line *l, enum bs_level le
 	out_str(o, ",\"level\":\""), out_str(o, level_name(level));
 	out_str(o, "\",\"event\":\""), out_str(o, l->event), out_str(o, "\"");
 	if (l->dest[0])
-		out_str(o, ",\"destination\":\""), out_str(o, l->dest), out_str(o, "\"");
+		out_str(o, ",\"destination\":"), out_json_text(o, l->dest, strlen(l->dest));
 	if (l->attempt)
 		out_str(o, ",\"attempt\":"), out_u64(o, l->attempt, 0);
-	if (l->wait != UINT64_MAX) {
-		out_str(o, ",\"wait\":"), out_u64(o, l->wait / 1000000000ull, 0);
-		out_str(o, "."), out_u64(o, l->wait / 1000000ull % 1000, 3);
+	if (l->wait != UINT64_MAX) { /* seconds, rounded to the millisecond as the text is */
+		uint64_t ms = l->wait / 1000000ull + (l->wait % 1000000ull >= 500000ull);
+		out_str(o, ",\"wait\":"), out_u64(o, ms / 1000, 0);
+		out_str(o, "."), out_u64(o, ms % 1000, 3);
 	}
 	const char *en = l->err > 0 ? bs_errno_name(l->err) : NULL;
 	if (en)

@@ -37,7 +37,7 @@ struct bs_line {
 	size_t n;
 	size_t msg;         /* where the message starts (after the prefix) */
 	const char *event;  /* JSON fields, set by bs_line_event/_fields */
-	char dest[64];
+	char dest[128];     /* as bs_addr_format writes it (a unix path fits) */
 	uint32_t attempt;
 	uint64_t wait;      /* ns, or UINT64_MAX for none */
 	int err;

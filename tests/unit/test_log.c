@@ -133,6 +133,53 @@ static void test_styles(void **state)
 	bs_log_set_style(&plain);
 }
 
+/* Is buf one JSON object on one line whose strings are all closed? (A
+ * small check of what a truncated line must keep: quotes balanced outside
+ * escapes, the object closed, one newline at the end.) */
+static int json_line_closed(const char *buf)
+{
+	size_t n = strlen(buf);
+	if (n < 3 || buf[0] != '{' || buf[n - 1] != '\n' || buf[n - 2] != '}')
+		return 0;
+	int in_str = 0;
+	for (size_t i = 0; i + 1 < n; i++) {
+		if (in_str && buf[i] == '\\')
+			i++;
+		else if (buf[i] == '"')
+			in_str = !in_str;
+		else if (buf[i] == '\n' || (unsigned char)buf[i] < ' ')
+			return 0;
+	}
+	return !in_str;
+}
+
+static void test_json_cut_short_stays_valid(void **state)
+{
+	(void)state;
+	char buf[4096];
+	struct bs_log_style st = {0, 1, 0, "p"};
+	bs_log_setup(BS_LOG_INFO, pipefd[1]);
+	bs_log_set_style(&st);
+	for (int fill = 0; fill < 3; fill++) { /* quotes, backslashes, plain */
+		const char *c = fill == 0 ? "\"" : fill == 1 ? "\\" : "x";
+		struct bs_line l;
+		bs_line_start(&l);
+		bs_line_event(&l, "load");
+		char dest[200];
+		memset(dest, c[0], sizeof dest - 1);
+		dest[sizeof dest - 1] = 0;
+		bs_line_fields(&l, dest, 1, 12345678901ull, ECONNREFUSED);
+		for (int i = 0; i < 600; i++)
+			bs_line_str(&l, c);
+		bs_line_emit(&l, BS_LOG_INFO);
+		drain(buf, sizeof buf);
+		assert_true(json_line_closed(buf));
+		assert_non_null(strstr(buf, "\"wait\":12.346,")); /* rounded, as the text */
+	}
+	struct bs_log_style plain = {0, 0, 0, ""};
+	bs_log_set_style(&plain);
+}
+
 static void test_journal_stream_matches_fd2(void **state)
 {
 	(void)state;
@@ -599,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_line_format_and_single_write),
 		cmocka_unit_test(test_styles),
+		cmocka_unit_test(test_json_cut_short_stays_valid),
 		cmocka_unit_test(test_journal_stream_matches_fd2),
 		cmocka_unit_test(test_levels_filter),
 		cmocka_unit_test(test_long_lines_are_truncated_whole),
