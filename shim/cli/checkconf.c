@@ -10,13 +10,15 @@ static const char help_text[] =
 	"\n"
 	"Parses each FILE exactly as the library does and prints every problem on\n"
 	"stdout, one per line:\n"
-	"  FILE:LINE: KEY: REASON   a bad value (the library ignores it)\n"
+	"  FILE:LINE: KEY = \"VALUE\": REASON\n"
+	"                           a bad value (the library ignores it)\n"
 	"  FILE:LINE: REASON        a bad line (syntax, too long, binary data)\n"
 	"  FILE:LINE: [dest SPEC]: REASON\n"
 	"                           a bad destination section (its SPEC, or the\n"
 	"                           same destinations as an earlier section)\n"
 	"  FILE: REASON             the file itself (cannot be read, not a regular\n"
 	"                           file, too large)\n"
+	"  FILE: KEY: REASON        settings that do not fit together\n"
 	"Control bytes, DEL and non-ASCII bytes in names and values are shown as\n"
 	"\\xHH, a backslash as \\\\.\n"
 	"A file without problems prints \"FILE: ok\".\n"
@@ -55,6 +57,11 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	if (key) {
 		fputs(": ", stdout);
 		put_escaped(key, 60);
+		if (value) { /* the bad entry, as the library's line shows it */
+			fputs(" = \"", stdout);
+			put_escaped(value, 60);
+			fputs("\"", stdout);
+		}
 	} else if (value && line) { /* a [dest ...] section header */
 		fputs(": [dest ", stdout);
 		put_escaped(value, 100);

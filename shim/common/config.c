@@ -210,6 +210,17 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 	return fail(why, "internal error");
 }
 
+/* Why key is not one of section's: it belongs in another section, or it
+ * is no key at all. */
+static const char *misplaced(const char *key)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcasecmp(key, keys[i].name))
+			return strcmp(keys[i].section, "log") ? "belongs in [backoff], not here"
+							      : "belongs in [log], not here";
+	return "unknown key";
+}
+
 int bs_config_set(struct bs_config *c, const char *section, const char *key,
 		  const char *value, const char **why)
 {
@@ -223,11 +234,21 @@ int bs_config_set(struct bs_config *c, const char *section, const char *key,
 		}
 		return apply(c, k, value, why);
 	}
-	if (section && strcasecmp(section, "backoff") && strcasecmp(section, "log"))
-		*why = "unknown section (expected [backoff] or [log])";
+	if (section && *section && !bs_config_section_known(section))
+		*why = BS_UNKNOWN_SECTION; /* (a key before any header has section "") */
 	else
-		*why = "unknown key";
+		*why = section ? misplaced(key) : "unknown key";
 	return -1;
+}
+
+int bs_config_section_problem(const char *why)
+{
+	return !strcmp(why, BS_UNKNOWN_SECTION) || !strcmp(why, BS_DEST_WITHOUT_SPEC);
+}
+
+int bs_config_section_known(const char *section)
+{
+	return !strcasecmp(section, "backoff") || !strcasecmp(section, "log");
 }
 
 /* --- INI text: a line reader that counts lines and screens syntax --- */
@@ -239,6 +260,8 @@ struct ini_ctx {
 	bs_config_report_fn report;
 	void *rctx;
 	int have_key; /* inih holds a previous key: indented lines continue it */
+	int continues; /* this line is such a continuation */
+	int skip;     /* the section was reported (unknown, bad): its keys are ignored */
 	int dest;     /* the [dest ...] section being read, -1 if none/bad */
 };
 
@@ -251,21 +274,45 @@ static void dest_header_spec(const char *s, char spec[200])
 	if (!close)
 		close = strrchr(s, ']');
 	size_t n = (size_t)(close - b);
+	while (n && (b[n - 1] == ' ' || b[n - 1] == '\t')) /* as inih trims a value */
+		n--;
 	memcpy(spec, s + 6, n);
 	spec[n] = '\0';
+}
+
+/* The name of the section header s ("[ name ]"), trimmed as inih does. */
+static void header_name(const char *s, char name[64])
+{
+	s += 1 + strspn(s + 1, " \t");
+	size_t n = strcspn(s, "]");
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	if (n > 63)
+		n = 63;
+	memcpy(name, s, n);
+	name[n] = '\0';
 }
 
 /* A section header s: inih forgets the previous key; a [dest ...] section
  * begins a rule. */
 static void screen_section(struct ini_ctx *x, const char *s)
 {
+	char name[64];
 	x->have_key = 0;
 	x->dest = -1;
+	x->skip = 0;
 	if (!strncasecmp(s, "[dest ", 6)) {
 		char spec[200];
 		dest_header_spec(s, spec);
 		x->dest = bs_rule_begin(x->c, spec, x->origin, x->line, x->report, x->rctx);
+		return;
 	}
+	header_name(s, name);
+	if (bs_config_section_known(name))
+		return;
+	x->skip = 1;
+	x->report(x->rctx, x->origin, x->line, NULL, NULL,
+		  !strncasecmp(name, "dest", 4) ? BS_DEST_WITHOUT_SPEC : BS_UNKNOWN_SECTION);
 }
 
 /* inih reports only its first syntax error; screen every line here. Like
@@ -277,13 +324,19 @@ static void screen_line(struct ini_ctx *x, const char *str)
 	if (x->line == 1 && strncmp(start, "\xEF\xBB\xBF", 3) == 0)
 		start += 3;
 	const char *s = start + strspn(start, " \t\r");
-	if (!*s || *s == ';' || *s == '#' || *s == '\n' || (s > start && x->have_key))
+	if (!*s || *s == ';' || *s == '#' || *s == '\n')
 		return;
+	if (s > start && x->have_key) {
+		x->continues = 1;
+		return;
+	}
 	if (*s == '[' && strchr(s, ']'))
 		screen_section(x, s);
 	else if (*s == '[' || (!strchr(s, '=') && !strchr(s, ':')))
 		x->report(x->rctx, x->origin, x->line, NULL, NULL,
 			  *s == '[' ? "section header without ']'" : "not a 'key = value' line");
+	else if (*s == '=' || *s == ':')
+		x->report(x->rctx, x->origin, x->line, NULL, NULL, "no key before the '='");
 }
 
 /* Why the next line, len bytes, cannot be handed to inih; NULL if it can. */
@@ -314,6 +367,7 @@ static char *reader(char *str, int num, void *stream)
 	memcpy(str, x->p, len);
 	str[len] = '\0';
 	x->p += len;
+	x->continues = 0;
 	screen_line(x, str);
 	return str;
 }
@@ -324,6 +378,14 @@ static int handler(void *user, const char *section, const char *name,
 	struct ini_ctx *x = user;
 	const char *why;
 	x->have_key = 1;
+	if (x->continues) { /* inih joined an indented line to the key above */
+		x->report(x->rctx, x->origin, x->line, name, value,
+			  "an indented line continues the value above; write the whole value "
+			  "on one line");
+		return 1;
+	}
+	if (x->skip || !*name) /* reported with its section or its line */
+		return 1;
 	if (!strncasecmp(section, "dest ", 5)) {
 		bs_rule_key(x->c, x->dest, name, value, x->origin, x->line, x->report, x->rctx);
 		return 1;
@@ -336,7 +398,7 @@ static int handler(void *user, const char *section, const char *name,
 void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *text,
 			 size_t len, bs_config_report_fn report, void *rctx)
 {
-	struct ini_ctx x = {c, origin, text, text + len, 0, report, rctx, 0, -1};
+	struct ini_ctx x = {c, origin, text, text + len, 0, report, rctx, 0, 0, 0, -1};
 	ini_parse_stream(reader, &x, handler, &x);
 }
 

@@ -116,6 +116,13 @@ void bs_config_defaults(struct bs_config *c);
 int bs_config_set(struct bs_config *c, const char *section, const char *key,
 		  const char *value, const char **why);
 
+/* Is section one of the INI file's own ([backoff], [log])? */
+int bs_config_section_known(const char *section);
+#define BS_UNKNOWN_SECTION "unknown section (expected [backoff], [log] or [dest SPEC])"
+#define BS_DEST_WITHOUT_SPEC "a [dest SPEC] section needs its SPEC after one space"
+/* Is why one of the two problems above, whose whole section is ignored? */
+int bs_config_section_problem(const char *why);
+
 /* Parse an INI file's text (may hold NULs and junk). */
 void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *text,
 			 size_t len, bs_config_report_fn report, void *ctx);

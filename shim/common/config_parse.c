@@ -3,6 +3,7 @@
 #include "errname.h"
 #include "util.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -59,6 +60,29 @@ static int parse_fixed9(const char *s, uint64_t *ipart, uint64_t *frac9,
 	return 0;
 }
 
+/* "pre" + the n bytes at s (cut at 40) + "post" in msg (cap bytes): the
+ * problem names the bad entry. Config parsing runs once, at start-up. */
+static const char *naming_in(char *msg, size_t cap, const char *pre, const char *s, size_t n,
+			     const char *post)
+{
+	size_t k = 0;
+	for (const char *p = pre; *p && k < 60; p++)
+		msg[k++] = *p;
+	for (size_t i = 0; i < n && i < 40; i++) /* (a reason is printable ASCII) */
+		msg[k++] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
+	for (const char *p = post; *p && k < cap - 1; p++)
+		msg[k++] = *p;
+	msg[k] = 0;
+	return msg;
+}
+
+/* naming_in a static buffer (one per use: a reason may quote another) */
+#define NAMING(pre, s, n, post)                                        \
+	({                                                             \
+		static char msg_[200];                                 \
+		naming_in(msg_, sizeof msg_, pre, s, n, post);         \
+	})
+
 int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 {
 	static const struct {
@@ -76,6 +100,8 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 		*why = "must not be negative";
 		return -1;
 	}
+	if (*s == '+')
+		s++;
 	if (parse_fixed9(s, &ip, &fp, &end, why))
 		return -1;
 	end = skip_ws(end);
@@ -89,7 +115,7 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 			if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
 				break;
 		if (i == BS_ARRAY_SIZE(units)) {
-			*why = "unknown unit (use ns, us, ms, s, m, h or d)";
+			*why = NAMING("unknown unit '", end, ulen, "' (use ns, us, ms, s, m, h or d)");
 			return -1;
 		}
 		mul = units[i].ns;
@@ -195,22 +221,6 @@ int bs_parse_bool(const char *s, int *out, const char **why)
 	return -1;
 }
 
-/* "pre" + the n bytes at s (cut at 40) + "post", in a static buffer: the
- * problem names the bad entry. Config parsing runs once, at start-up. */
-static const char *naming(const char *pre, const char *s, size_t n, const char *post)
-{
-	static char msg[160];
-	size_t k = 0;
-	for (const char *p = pre; *p && k < 60; p++)
-		msg[k++] = *p;
-	for (size_t i = 0; i < n && i < 40; i++) /* (a reason is printable ASCII) */
-		msg[k++] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
-	for (const char *p = post; *p && k < sizeof msg - 1; p++)
-		msg[k++] = *p;
-	msg[k] = 0;
-	return msg;
-}
-
 int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **why)
 {
 	uint64_t tmp[BS_ERRSET_WORDS] = {0};
@@ -225,7 +235,7 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 			n++;
 		int e = bs_errno_from_name(s, n);
 		if (e <= 0 || e >= 64 * BS_ERRSET_WORDS) {
-			*why = naming("unknown errno name '", s, n, "' (use names like ECONNREFUSED)");
+			*why = NAMING("unknown errno name '", s, n, "' (use names like ECONNREFUSED)");
 			return -1;
 		}
 		tmp[e / 64] |= 1ull << (e % 64);
@@ -314,8 +324,13 @@ int bs_parse_delays(const char *s, struct bs_policy *p, const char **why)
 		}
 		memcpy(item, s, len);
 		item[len] = '\0';
-		if (bs_parse_duration(item, &d[n], why))
+		if (bs_parse_duration(item, &d[n], why)) {
+			const char *t = item + strspn(item, " \t");
+			char mid[120];
+			snprintf(mid, sizeof mid, "': %s", *why);
+			*why = NAMING("delay '", t, strlen(t), mid);
 			return -1;
+		}
 		n++;
 		s += len + (s[len] == ',');
 	}

@@ -212,30 +212,53 @@ void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 		bs_line_str(l, "\": ");
 	}
 	bs_line_str(l, why);
-	bs_line_str(l, value ? "; value ignored" : line ? "; line ignored" : "; ignored");
+	bs_line_str(l, value ? "; value ignored"
+		     : bs_config_section_problem(why) ? "; section ignored"
+		     : line ? "; line ignored" : "; ignored");
 }
 
-/* max_backoff below initial_backoff: the waits never grow. */
-static void check_backoffs(const struct bs_config *c, const char *origin, unsigned line,
+/* Does this policy grow its waits from initial_backoff up to max_backoff? */
+static int grows(const struct bs_policy *p)
+{
+	return p->kind == BS_POLICY_GRPC || p->kind == BS_POLICY_EXPONENTIAL ||
+	       p->kind == BS_POLICY_RESPONSIVE;
+}
+
+/* max_backoff below initial_backoff: the waits never grow. The problem
+ * names both values (whichever of them is the mistake). */
+static void check_backoffs(const struct bs_policy *p, const char *origin, unsigned line,
 			   bs_config_report_fn report, void *ctx)
 {
-	const struct bs_policy *p = &c->policy;
-	if ((p->kind == BS_POLICY_GRPC || p->kind == BS_POLICY_EXPONENTIAL ||
-	     p->kind == BS_POLICY_RESPONSIVE) && p->max_backoff < p->initial_backoff)
-		report(ctx, origin, line, "max_backoff", NULL,
-		       "below initial_backoff: every wait is max_backoff, the schedule never grows");
+	static char why[160];
+	if (!grows(p) || p->max_backoff >= p->initial_backoff)
+		return;
+	struct bs_line a, b;
+	a.n = b.n = 0;
+	bs_line_dur(&a, p->max_backoff);
+	bs_line_dur(&b, p->initial_backoff);
+	snprintf(why, sizeof why,
+		 "%.*s is below initial_backoff %.*s: every wait is max_backoff, the schedule "
+		 "never grows", (int)a.n, a.buf, (int)b.n, b.buf);
+	report(ctx, origin, line, "max_backoff", NULL, why);
+}
+
+/* Has a [dest] section the global problem only because it inherits it? */
+static int inherits_backoffs(const struct bs_policy *r, const struct bs_policy *g)
+{
+	return grows(g) && r->initial_backoff == g->initial_backoff &&
+	       r->max_backoff == g->max_backoff;
 }
 
 void bs_config_check(const struct bs_config *c, const char *origin,
 		     bs_config_report_fn report, void *ctx)
 {
-	check_backoffs(c, origin, 0, report, ctx);
+	check_backoffs(&c->policy, origin, 0, report, ctx);
 	for (unsigned i = 0; c->rules && i < c->rules->n; i++) {
 		const struct bs_rule *r = &c->rules->r[i];
 		if (r->spec.kind == BS_SPEC_UNIX && !c->unix_sockets)
 			report(ctx, r->origin, r->line, NULL, r->text,
 			       "unix = off, so this section never applies (set unix = on)");
-		else
-			check_backoffs(&r->cfg, r->origin, r->line, report, ctx);
+		else if (!inherits_backoffs(&r->cfg.policy, &c->policy))
+			check_backoffs(&r->cfg.policy, r->origin, r->line, report, ctx);
 	}
 }

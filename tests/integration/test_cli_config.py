@@ -42,16 +42,16 @@ def test_check_config_reports_every_problem_with_its_line():
         os.unlink(path)
     check(rc == 1, "rc=%d" % rc)
     want = [
-        "%s:2: jitter: must be between 0 and 1" % path,
-        "%s:3: colour: unknown key" % path,
+        '%s:2: jitter = "2": must be between 0 and 1' % path,
+        '%s:3: colour = "blue": unknown key' % path,
         "%s:4: not a 'key = value' line" % path,
         "%s:5: section header without ']'" % path,
-        "%s:8: x: unknown section (expected [backoff] or [log])" % path,
-        "%s:10: multiplier: must be between 1 and 100" % path,
-        "%s:11: policy: not one of grpc, list, exponential, " % path,
+        "%s:7: unknown section (expected [backoff], [log] or [dest SPEC])" % path,
+        '%s:10: multiplier = "0.5": must be between 1 and 100' % path,
+        '%s:11: policy = "sometimes": not one of grpc, list, exponential, ' % path,
         "%s:12: line too long (at most 198 characters)" % path,
-        "%s:14: level: not one of off, error, info, debug" % path,
-        "%s:17: seed: applies to the whole process, not to one destination" % path,
+        '%s:14: level = "loud": not one of off, error, info, debug' % path,
+        '%s:17: seed = "3": applies to the whole process, not to one destination' % path,
         "%s:18: [dest 10.0.0.0/33]: " % path,
         "%s:19: [dest *:5432]: matches exactly what [dest *:5432] at %s:15 matches"
         % (path, path),
@@ -84,8 +84,9 @@ def test_check_config_never_says_ok_wrongly():
         os.unlink(path)
     lines = out.splitlines()
     check(rc == 1 and len(lines) == 3, "rc=%d out=%r" % (rc, out))
-    check("%s:2: retry_on: unknown errno name 'EFOO'" % path in lines[0], lines[0])
-    check("max_backoff: below initial_backoff" in lines[1], lines[1])
+    check("%s:2: retry_on = \"ECONNREFUSED, EFOO\": unknown errno name 'EFOO'" % path
+          in lines[0], lines[0])
+    check("max_backoff: 1.00s is below initial_backoff 10.00s" in lines[1], lines[1])
     check("%s:6: [dest unix:/run/x.sock]: unix = off" % path in lines[2], lines[2])
     # schedule: exit 1 when its config cannot be read; it shows every key
     rc, out, err = run([CLI, "schedule", "--config", "/nonexistent.ini", "-n", "1"], cli_env())
@@ -98,6 +99,50 @@ def test_check_config_never_says_ok_wrongly():
     check(rc == 0 and re.search(r"^  initial_backoff\s+= 2s$", out, re.M) and
           re.search(r"^  nonblocking\s+= pace$", out, re.M), "run options: rc=%d %r %r"
           % (rc, out, err))
+
+
+def test_check_config_names_every_bad_entry():
+    """A value continued on an indented line (inih joins it, replacing the
+    value above), a key in the wrong section, a section of no kind, a
+    [dest] without its SPEC, a line with no key, a bad item of a list, an
+    unknown unit: each is reported once, where it is, naming the entry;
+    the keys of a reported section are not reported again."""
+    path = write_ini("[backoff]\n"                   # 1
+                     "delays = 0, 100ms,\n"          # 2
+                     "  1s, 5s\n"                    # 3 continues delays
+                     "policy = list\n"               # 4
+                     "level = debug\n"               # 5 belongs in [log]
+                     "[log]\n"                       # 6
+                     "initial_backoff = 1s\n"        # 7 belongs in [backoff]
+                     "[bogus]\n"                     # 8
+                     "x = 1\n"                       # 9 (its section is reported)
+                     "[dest]\n"                      # 10
+                     "y = 2\n"                       # 11
+                     "= 0.1\n"                       # 12
+                     "[backoff]\n"                   # 13
+                     "max_elapsed = 5 weeks\n"       # 14
+                     "[dest 127.0.0.1:14001 ]\n"     # 15 fine (trailing space)
+                     "delays = 0, 1s, zz\n")         # 16
+    try:
+        rc, out, err = run([CLI, "check-config", path], cli_env())
+        rc2, sched, _ = run([CLI, "schedule", "--config", path, "-n", "1"], cli_env())
+    finally:
+        os.unlink(path)
+    want = [
+        '%s:3: delays = "1s, 5s": an indented line continues the value above' % path,
+        '%s:5: level = "debug": belongs in [log], not here' % path,
+        '%s:7: initial_backoff = "1s": belongs in [backoff], not here' % path,
+        "%s:8: unknown section" % path,
+        "%s:10: a [dest SPEC] section needs its SPEC" % path,
+        "%s:12: no key before the '='" % path,
+        "%s:14: max_elapsed = \"5 weeks\": unknown unit 'weeks'" % path,
+        "%s:16: delays = \"0, 1s, zz\": delay 'zz': not a number" % path,
+    ]
+    got = out.splitlines()
+    check(rc == 1 and len(got) == len(want) and all(g.startswith(w) for g, w in zip(got, want)),
+          "output:\n%s" % out)
+    check(re.search(r"^  delays\s+= 0, 100ms$", sched, re.M),
+          "the continued line replaced the value: %r" % sched)
 
 
 def test_check_config_usage():

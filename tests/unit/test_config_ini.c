@@ -163,6 +163,23 @@ static void test_bad_value_keeps_previous(void **state)
 	}
 }
 
+static void test_indented_line_is_no_second_value(void **state)
+{
+	(void)state;
+	struct reps rs;
+	struct bs_config c = PARSE("[backoff]\n"
+				   "policy = list\n"
+				   "delays = 0, 1s,\n"
+				   "  2s, 3s\n"       /* inih would replace the value with this */
+				   "    jitter = 0.9\n", /* and this, indented, is no key of its own */
+				   &rs);
+	assert_int_equal(rs.n, 2);
+	expect_report(&rs, 0, 4, "delays", "indented line continues");
+	expect_report(&rs, 1, 5, "delays", "indented line continues");
+	assert_int_equal(c.policy.ndelays, 2);
+	assert_true(c.policy.jitter == 0.2);
+}
+
 static void test_unknown_key_and_section(void **state)
 {
 	(void)state;
@@ -177,14 +194,14 @@ static void test_unknown_key_and_section(void **state)
 				   &rs);
 	assert_int_equal(rs.n, 3);
 	expect_report(&rs, 0, 2, "bogus", "unknown key");
-	expect_report(&rs, 1, 5, "jitter", "section");
-	expect_report(&rs, 2, 7, "jitter", "unknown key");
+	expect_report(&rs, 1, 4, NULL, "unknown section"); /* once, at its header */
+	expect_report(&rs, 2, 7, "jitter", "belongs in [backoff]");
 	assert_true(c.policy.jitter == 0.3);
 
 	/* A key before any section header. */
 	c = PARSE("jitter = 0.9\n[backoff]\nmultiplier = 2\n", &rs);
 	assert_int_equal(rs.n, 1);
-	expect_report(&rs, 0, 1, "jitter", "section");
+	expect_report(&rs, 0, 1, "jitter", "belongs in [backoff]");
 	assert_true(c.policy.jitter == 0.2);
 	assert_true(c.policy.multiplier == 2.0);
 }
@@ -279,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_crlf_and_bom),
 		cmocka_unit_test(test_empty_and_comments_only),
 		cmocka_unit_test(test_bad_value_keeps_previous),
+		cmocka_unit_test(test_indented_line_is_no_second_value),
 		cmocka_unit_test(test_unknown_key_and_section),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_many_problems),

@@ -54,7 +54,7 @@ static void test_nul_bytes(void **state)
 	expect_report(&rs, 1, 3, NULL, "binary");
 	expect_report(&rs, 2, 4, NULL, "binary");
 	expect_report(&rs, 3, 6, NULL, "binary");
-	expect_report(&rs, 4, 7, "level", "unknown key"); /* [log] was junk */
+	expect_report(&rs, 4, 7, "level", "belongs in [log]"); /* [log] was junk */
 	assert_true(c.policy.jitter == 0.2);
 	assert_true(c.policy.multiplier == 1.6);
 	assert_int_equal(c.max_attempts, 4);
