@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char help_text[] =
 	"Usage: backoffshim check-config FILE...\n"
@@ -72,6 +73,31 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	putchar('\n');
 }
 
+/* A path setting whose directory is missing: the library would fall back
+ * (to stderr, or a private table), so the file is not OK. Checked on this
+ * machine, which should be the one the file is for. */
+static void check_dir_of(const char *origin, const char *key, const char *path,
+			 unsigned *problems)
+{
+	char dir[sizeof ((struct bs_config *)0)->log_file];
+	struct stat st;
+	const char *slash = strrchr(path, '/');
+	size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+	memcpy(dir, slash ? path : ".", n);
+	dir[n] = '\0';
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		report(problems, origin, 0, key, path,
+		       "its directory does not exist here (the library would not use it)");
+}
+
+static void check_paths(const struct bs_config *c, const char *origin, unsigned *problems)
+{
+	if (c->log_file[0])
+		check_dir_of(origin, "[log] file", c->log_file, problems);
+	if (c->shared[0] == '/')
+		check_dir_of(origin, "shared", c->shared, problems);
+}
+
 int bs_cmd_check_config(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -100,6 +126,7 @@ int bs_cmd_check_config(int argc, char **argv)
 		if (bs_config_load_file(&cfg, argv[i], bs_read_file_libc, report, &problems) == 0) {
 			bs_config_finish(&cfg);
 			bs_config_check(&cfg, argv[i], report, &problems);
+			check_paths(&cfg, argv[i], &problems);
 		}
 		if (problems) {
 			status = 1;

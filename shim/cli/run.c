@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include "elfinfo.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -182,11 +183,16 @@ static int preload(const char *lib)
 	return r;
 }
 
+/* The file the library will read, checked as it will check it. */
 static int set_config_file(const char *path)
 {
 	char abs[PATH_MAX];
+	static char buf[1];
+	const char *why;
 	if (access(path, R_OK) != 0 || !realpath(path, abs))
 		return bs_cli_usage("run", "--config %s: %s", path, strerror(errno));
+	if (bs_read_file_libc(NULL, abs, buf, 0, &why) < 0)
+		return bs_cli_usage("run", "--config %s: %s", path, why);
 	setenv("BACKOFFSHIM_CONFIG", abs, 1);
 	return 0;
 }

@@ -17,6 +17,7 @@ extern char **environ;
 
 static const char help_text[] =
 	"Usage: backoffshim schedule [--config FILE] [--dest ADDR:PORT] [-n N] [--seed S]\n"
+	"                            [RUN OPTIONS] [[--] CMD [ARGS...]]\n"
 	"\n"
 	"Loads the configuration as the library does - built-in defaults, then the\n"
 	"INI file (FILE, else $BACKOFFSHIM_CONFIG, else " BS_DEFAULT_CONFIG " if it\n"
@@ -40,12 +41,13 @@ static const char help_text[] =
 	"  --initial-backoff D, --max-backoff D, --multiplier X, --jitter X,\n"
 	"  --max-elapsed D, --max-attempts N, --policy NAME, --log LEVEL, --pace\n"
 	"                     as for run (they set the same variables), so that a\n"
-	"                     run line can be previewed; a trailing -- CMD ARGS...\n"
-	"                     is accepted and not run\n"
+	"                     run line can be previewed; a trailing [--] CMD ARGS...\n"
+	"                     is accepted, as run takes it, and not run\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0; 1 if the config file cannot be read (the schedule shown\n"
-	"is then the defaults'); 2 on a usage error.\n";
+	"Exit status: 0; 1 if the config file cannot be read (missing, unreadable,\n"
+	"not a regular file, too large: the schedule shown is then the defaults');\n"
+	"2 on a usage error.\n";
 
 /* The loader's context: what --config said, and the problems counted. */
 struct load_ctx {
@@ -69,7 +71,7 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	struct load_ctx *x = ctx;
 	struct bs_line l;
 	x->problems++;
-	if (!line && !key && why && (!strcmp(why, "cannot open file") || !strcmp(why, "cannot read file")))
+	if (!line && !key && !value) /* the file itself: missing, unreadable, not a file... */
 		x->unreadable = 1;
 	bs_config_describe(&l, origin, line, key, value, why);
 	bs_line_emit_fd(&l, 2);
@@ -250,9 +252,8 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 		if (status != GO_ON)
 			return status;
 	}
-	/* (a run line's "-- CMD ARGS..." is allowed, and not run) */
-	if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
-		return bs_cli_usage("schedule", "unexpected argument '%s'", argv[optind]);
+	/* (a run line's "[--] CMD ARGS..." is allowed, as run takes it, and not run) */
+	(void)argc;
 	return GO_ON;
 }
 

@@ -178,6 +178,18 @@ static int open_per_line(int fd, const char *path)
 /* lines go to a log file (not stderr): they get a time by default */
 static int g_log_to_file;
 
+/* A log file that cannot be used: its problem names where its name came
+ * from (the variable, else the config file's [log] file). */
+static void report_log_file(const char *path, const char *why)
+{
+	const char *var = secure_getenv("BACKOFFSHIM_LOG_FILE");
+	const char *cfg = secure_getenv("BACKOFFSHIM_CONFIG");
+	if (var && *var)
+		report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, path, why);
+	else
+		report(NULL, cfg && *cfg ? cfg : BS_DEFAULT_CONFIG, 0, "[log] file", path, why);
+}
+
 static void open_log(void)
 {
 	const char *path = g_cfg.log_file;
@@ -200,7 +212,7 @@ static void open_log(void)
 	if (raw >= 0)
 		syscall(SYS_close, raw);
 	if (why) {
-		report(NULL, "BACKOFFSHIM_LOG_FILE", 0, NULL, path, why);
+		report_log_file(path, why);
 		bs_log_setup(level, -1);
 	} else if (held >= 0) {
 		bs_log_setup(level, held);

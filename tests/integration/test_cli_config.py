@@ -5,7 +5,7 @@ import os
 import re
 
 from cli_helpers import CLI, GOOD_INI, cli_env, rows_of, secs, shown, write_ini
-from lib import check, run
+from lib import SO, check, run
 
 
 # --- check-config --------------------------------------------------------
@@ -93,6 +93,29 @@ def test_check_config_never_says_ok_wrongly():
     check(rc == 1 and "cannot open file" in err, "schedule: rc=%d %r" % (rc, err))
     for key in ("disable", "shared", "level", "file", "time", "format"):
         check(re.search(r"^  %s\s+= " % key, out, re.M), "schedule does not show %s: %r" % (key, out))
+    # paths the library could not use on this machine
+    path = write_ini("[log]\nfile = /nonexistent/dir/log\n[backoff]\nshared = /nonexistent/t\n")
+    try:
+        rc, out, err = run([CLI, "check-config", path], cli_env())
+        env = dict(cli_env(), BACKOFFSHIM_CONFIG=path, LD_PRELOAD=SO)
+        _, _, lib_err = run(["/bin/true"], env)
+    finally:
+        os.unlink(path)
+    check(rc == 1 and '%s: [log] file = "/nonexistent/dir/log": its directory' % path in out
+          and '%s: shared = "/nonexistent/t": its directory' % path in out, "rc=%d %r" % (rc, out))
+    check('%s: [log] file = "/nonexistent/dir/log": cannot open' % path in lib_err,
+          "the library does not name the file the log file came from: %r" % lib_err)
+    # a config that is no regular file cannot be read either: schedule says so
+    # with 1, run refuses it with 125 (its own error) before CMD starts
+    for bad in ("/tmp", "/nonexistent.ini"):
+        rc, out, err = run([CLI, "schedule", "--config", bad, "-n", "1"], cli_env())
+        check(rc == 1 and bad in err, "schedule --config %s: rc=%d %r" % (bad, rc, err))
+        rc, out, err = run([CLI, "run", "--config", bad, "--", "true"], cli_env())
+        check(rc == 125 and bad in err, "run --config %s: rc=%d %r" % (bad, rc, err))
+    # a run line without "--" is previewed as run takes it
+    rc, out, err = run([CLI, "schedule", "--max-backoff", "3s", "/bin/echo", "hi"], cli_env())
+    check(rc == 0 and re.search(r"^  max_backoff\s+= 3s$", out, re.M), "rc=%d %r %r"
+          % (rc, out, err))
     # schedule takes run's options, so that a run line can be previewed
     rc, out, err = run([CLI, "schedule", "--initial-backoff", "2s", "--max-backoff", "3s",
                         "--pace", "-n", "1", "--seed", "1", "--", "./client", "x"], cli_env())
@@ -290,7 +313,7 @@ def test_schedule_usage_errors():
     for args, what in ((["--dest", "nowhere"], "--dest 'nowhere'"),
                        (["--dest", "::1:80"], "expected ADDR:PORT"),
                        (["-n", "x"], "-n 'x'"), (["--seed", "-3"], "negative"),
-                       (["extra"], "unexpected argument")):
+                       (["--bogus"], "unknown option")):
         rc, out, err = run([CLI, "schedule"] + args, cli_env())
         check(rc == 2 and what in err and out == "", "%r: rc=%d err=%r" % (args, rc, err))
     for dest in ("[::1]:6379", "unix:/run/app.sock", "nosuch.invalid:80"):
