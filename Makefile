@@ -34,7 +34,7 @@ BENCH_BIN  := $(BUILD)/bench/connect_bench
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all deps test-deps check cross-check unit integration demo bench herd install uninstall deb clean FORCE
+.PHONY: all man deps test-deps check cross-check unit integration demo bench herd install uninstall deb clean FORCE
 all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
@@ -87,7 +87,7 @@ $(BENCH_BIN): tests/bench/connect_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lpthread
 
-check: $(SO) $(CLI) $(UNIT_BIN) $(PROG_BIN) $(BENCH_BIN) | test-deps
+check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(BENCH_BIN) | test-deps
 	@$(MAKE) --no-print-directory cross-check
 	@scripts/check.sh $(UNIT_BIN)
 
@@ -154,15 +154,24 @@ INSTALLED := $(PREFIX)/bin/backoffshim $(PREFIX)/lib/libbackoffshim.so \
 	$(PREFIX)/share/man/man5/backoffshim.ini.5 \
 	$(PREFIX)/share/bash-completion/completions/backoffshim
 
-install: $(SO) $(CLI)
+# The man pages name the version and where this install puts the library.
+MAN_LIBDIR ?= $(PREFIX)/lib
+MAN_PAGES  := $(BUILD)/man/backoffshim.1 $(BUILD)/man/backoffshim.ini.5
+$(BUILD)/man/%: man/% shim/common/version.h $(BUILD)/prefix.stamp
+	@mkdir -p $(dir $@)
+	@sed -e "s|@VERSION@|$$(sed -n 's/^#define BS_VERSION "\(.*\)"/\1/p' shim/common/version.h)|" \
+	    -e 's|@LIBDIR@|$(MAN_LIBDIR)|g' $< > $@.tmp && mv $@.tmp $@
+man: $(MAN_PAGES)
+
+install: $(SO) $(CLI) $(MAN_PAGES)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/backoffshim \
 	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/backoffshim
 	install -m 0644 $(SO) $(DESTDIR)$(PREFIX)/lib/libbackoffshim.so
 	install -m 0644 config/backoffshim.ini $(DESTDIR)$(PREFIX)/share/backoffshim/backoffshim.ini
-	install -m 0644 man/backoffshim.1 $(DESTDIR)$(PREFIX)/share/man/man1/backoffshim.1
-	install -m 0644 man/backoffshim.ini.5 $(DESTDIR)$(PREFIX)/share/man/man5/backoffshim.ini.5
+	install -m 0644 $(BUILD)/man/backoffshim.1 $(DESTDIR)$(PREFIX)/share/man/man1/backoffshim.1
+	install -m 0644 $(BUILD)/man/backoffshim.ini.5 $(DESTDIR)$(PREFIX)/share/man/man5/backoffshim.ini.5
 	install -m 0644 completions/backoffshim \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/backoffshim
 
@@ -173,7 +182,10 @@ uninstall:
 # make deb: a Debian package under build/ (scripts/mkdeb.sh), built from a
 # tree of its own compiled for PREFIX=/usr.
 deb:
-	@$(MAKE) -s --no-print-directory BUILD=$(BUILD)/deb-build PREFIX=/usr $(BUILD)/deb-build/libbackoffshim.so $(BUILD)/deb-build/backoffshim
+	@$(MAKE) -s --no-print-directory BUILD=$(BUILD)/deb-build PREFIX=/usr \
+	    MAN_LIBDIR=/usr/lib/$(MULTIARCH)/backoffshim $(BUILD)/deb-build/libbackoffshim.so \
+	    $(BUILD)/deb-build/backoffshim $(BUILD)/deb-build/man/backoffshim.1 \
+	    $(BUILD)/deb-build/man/backoffshim.ini.5
 	@scripts/mkdeb.sh $(BUILD)/deb-build $(BUILD) $(MULTIARCH)
 
 clean:

@@ -1,6 +1,7 @@
 #!/bin/sh
 # mkdeb.sh BUILT OUTDIR MULTIARCH: a Debian package of backoffshim from a
-# tree built with PREFIX=/usr (BUILT holds libbackoffshim.so and backoffshim),
+# tree built with PREFIX=/usr (BUILT holds libbackoffshim.so, backoffshim and
+# man/, the pages made for the packaged library's place),
 # written to OUTDIR/backoffshim_VERSION_ARCH.deb with dpkg-deb.
 #   /usr/bin/backoffshim
 #   /usr/lib/MULTIARCH/backoffshim/libbackoffshim.so   (a private directory:
@@ -24,8 +25,8 @@ d usr/share/doc/backoffshim
 install -m 0755 -s "$built/backoffshim" "$root/usr/bin/backoffshim"
 install -m 0644 -s "$built/libbackoffshim.so" "$root/usr/lib/$multiarch/backoffshim/libbackoffshim.so"
 install -m 0644 "$top/config/backoffshim.ini" "$root/etc/backoffshim.ini"
-gzip -9n < "$top/man/backoffshim.1" > "$root/usr/share/man/man1/backoffshim.1.gz"
-gzip -9n < "$top/man/backoffshim.ini.5" > "$root/usr/share/man/man5/backoffshim.ini.5.gz"
+gzip -9n < "$built/man/backoffshim.1" > "$root/usr/share/man/man1/backoffshim.1.gz"
+gzip -9n < "$built/man/backoffshim.ini.5" > "$root/usr/share/man/man5/backoffshim.ini.5.gz"
 install -m 0644 "$top/completions/backoffshim" "$root/usr/share/bash-completion/completions/backoffshim"
 {
 	echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -46,7 +47,11 @@ date=$(git -C "$top" log -1 --format=%cD 2>/dev/null || date -R)
 	echo " -- The backoffshim authors <maintainers@backoffshim.org>  $date"
 } | gzip -9n > "$root/usr/share/doc/backoffshim/changelog.gz"
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
-depends=$(dpkg-query -W -f='libc6 (>= ${Version})' libc6 2>/dev/null | sed 's/-[^-)]*)$/)/' || echo libc6)
+# the newest glibc symbol version the two binaries need (not the build
+# machine's glibc, which may be newer)
+glibc=$(objdump -T "$built/libbackoffshim.so" "$built/backoffshim" |
+	sed -n 's/.*GLIBC_\([0-9][0-9.]*\).*/\1/p' | sort -t. -k1,1n -k2,2n -k3,3n | tail -1)
+depends="libc6 (>= $glibc)"
 cat > "$root/DEBIAN/control" <<CONTROL
 Package: backoffshim
 Version: $version

@@ -1,6 +1,7 @@
 """make deb (issue 11): a Debian package that lintian finds no error in,
 that installs with dpkg into a throwaway root, works from there, and is
 purged without leaving a file."""
+import gzip
 import os
 import re
 import shutil
@@ -51,6 +52,18 @@ def test_make_deb_installs_works_and_purges():
             check(want in files, "%s not installed: %r" % (want, files))
         libs = [f for f in files if f.endswith("/backoffshim/libbackoffshim.so")]
         check(len(libs) == 1, "the library: %r" % files)
+        # the packaged man page shows the packaged library's path, and the
+        # package asks for the glibc the README names (the binaries' newest
+        # symbol version), not the build machine's
+        with gzip.open(os.path.join(root, "usr/share/man/man1/backoffshim.1.gz"), "rt") as f:
+            page = f.read()
+        check("LD_PRELOAD=/%s" % libs[0] in page, "backoffshim(1) does not name /%s" % libs[0])
+        with open(os.path.join(ROOT, "README.md")) as f:
+            glibc = re.search(r"glibc (\d+\.\d+) or later", f.read()).group(1)
+        depends = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True,
+                                 text=True).stdout.strip()
+        check(depends == "libc6 (>= %s)" % glibc, "Depends: %r, README: glibc %s"
+              % (depends, glibc))
         cli, lib = os.path.join(root, "usr/bin/backoffshim"), os.path.join(root, libs[0])
         rc, out, err = run([cli, "--version"], base_env())
         check(rc == 0 and "library: %s (" % os.path.realpath(lib) in out, "--version: %r" % out)
