@@ -20,18 +20,20 @@ static const char usage_text[] =
 	"                  print the effective policy and the next N waits (of a\n"
 	"                  run line too: CMD is not run)\n"
 	"  check-config FILE...\n"
-	"                  report every problem in FILE as file:line: key: reason;\n"
+	"                  report every problem in FILE, one line each;\n"
 	"                  exit 0 if there is none, 1 otherwise\n"
 	"  status [--json | --prometheus] [--table PATH | --user NAME]\n"
 	"                  show the destinations backing off in the shared table\n"
 	"  reset DEST | --all [--table PATH | --user NAME]\n"
 	"                  clear a destination's backoff and wake every waiter\n"
+	"  help [COMMAND]  this help, or COMMAND's (as COMMAND --help)\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help      show this help; 'backoffshim COMMAND --help' for a command\n"
 	"  -V, --version   print the version\n"
 	"\n"
-	"Exit status: 2 on a usage error; otherwise see each command's --help.\n";
+	"Exit status: 2 on a usage error (run: 125); otherwise see each command's\n"
+	"--help.\n";
 
 const char *bs_cli_argv0;
 

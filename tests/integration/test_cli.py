@@ -302,10 +302,13 @@ def test_man_pages_and_completion():
                            env=dict(base_env(), MANWIDTH="80", LC_ALL="C.UTF-8"))
         check(r.returncode == 0 and r.stderr == "" and "backoffshim" in r.stdout,
               "%s: rc=%d %r" % (page, r.returncode, r.stderr))
-    script = ('source %s; COMP_WORDS=(backoffshim st); COMP_CWORD=1; _backoffshim; '
-              'echo "${COMPREPLY[@]}"; COMP_WORDS=(backoffshim status --); COMP_CWORD=2; '
-              '_backoffshim; echo "${COMPREPLY[@]}"' % os.path.join(ROOT, "completions", "backoffshim"))
+    script = ('source %s; complete() { :; }; c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); '
+              'COMPREPLY=(); _backoffshim; echo "${COMPREPLY[*]}"; }; '
+              'c backoffshim st; c backoffshim status --; c backoffshim schedule --ini; '
+              'c backoffshim run -- bas' % os.path.join(ROOT, "completions", "backoffshim"))
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
     lines = r.stdout.splitlines()
-    check(r.returncode == 0 and lines[0] == "status" and "--json" in lines[1].split(),
+    check(r.returncode == 0 and len(lines) == 4 and lines[0] == "status" and
+          "--json" in lines[1].split() and lines[2] == "--initial-backoff" and
+          "bash" in lines[3].split(),
           "completion: %r %r" % (r.stdout, r.stderr))
