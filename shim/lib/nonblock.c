@@ -198,10 +198,11 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		bs_outcome_connected(cfg, d, fd, a0);
 		return 0;
 	}
+	int last = bs_budget_last(b, a0 + delay); /* then the give-up line says it */
 	bs_budget_count(b, 1);
 	if (!bs_config_retries(cfg, *err))
 		return bs_budget_stop(b, BS_STOP_NOT_RETRYABLE), 0;
-	bs_outcome_failed(e, d, s, a0, delay, *err, 0);
+	bs_outcome_failed(e, d, s, a0, delay, *err, last);
 	return 1;
 }
 
@@ -249,7 +250,8 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		  uint64_t start, int err, int may_wait)
 {
 	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
-	int policy_done = bs_outcome_failed_later(cfg, d, t0, err, fallback);
+	int policy_done = bs_outcome_failed_within(cfg, d, t0, err,
+						   fallback ? 0 : bs_park_budget_end(cfg, fd));
 	if (policy_done && !fallback && d->addr)
 		give_up_policy(fd, d, start, err);
 	if (policy_done || fallback || !d->addr) {

@@ -133,21 +133,28 @@ int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen
  * wait counts from `from`: the attempt's start for a connect that failed,
  * now for a connection that was lost after it connected. */
 static int failed_from(const struct bs_config *cfg, const struct bs_dest *d,
-		       uint64_t started, uint64_t from, int err, int quiet)
+		       uint64_t started, uint64_t from, int err, uint64_t announce_before)
 {
 	uint64_t now = bs_now();
 	struct bs_entry *e = bs_table_claim(bs_tab(), d->key, now, cfg->policy.max_backoff);
 	if (!e)
 		return 0;
 	uint64_t s = atomic_load(&e->state), delay = bs_next_wait(cfg, e, s);
+	int quiet = delay != BS_STOP && from + delay >= announce_before;
 	publish_failure(e, d, s, started, from, delay, err, quiet);
 	return delay == BS_STOP;
+}
+
+int bs_outcome_failed_within(const struct bs_config *cfg, const struct bs_dest *d,
+			     uint64_t t0, int err, uint64_t announce_before)
+{
+	return failed_from(cfg, d, t0, t0, err, announce_before);
 }
 
 int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 			 uint64_t t0, int err, int quiet)
 {
-	return failed_from(cfg, d, t0, t0, err, quiet);
+	return failed_from(cfg, d, t0, t0, err, quiet ? 0 : UINT64_MAX);
 }
 
 /* The connection on fd, which connected, was lost (closed early, a send
@@ -155,7 +162,7 @@ int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d
 static void lost(const struct bs_config *cfg, int fd, const struct bs_dest *d, int err)
 {
 	uint64_t since = bs_fd_since_ns(fd);
-	failed_from(cfg, d, since, bs_now(), err, 0);
+	failed_from(cfg, d, since, bs_now(), err, UINT64_MAX);
 }
 
 void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,

@@ -46,6 +46,10 @@ static inline int bs_park_is_parked(int fd)
  * read from the kernel) was published; park fd if cfg's mode is defer and
  * the illusion can be kept. Returns 1 if parked. */
 int bs_park(const struct bs_config *cfg, int fd, int err);
+/* Until when a failure of fd's attempt, just learned, may still be
+ * followed by another attempt of fd: 0 if its budget allows none, the end
+ * of its time budget otherwise (UINT64_MAX: no end). */
+uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd);
 
 /* A connect() of fd inside its destination's backoff window (fd already
  * tracked as connecting, nothing sent): park it at once, err being the

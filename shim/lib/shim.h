@@ -139,6 +139,11 @@ int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen
 /* Returns 1 if the policy allows no further attempt after it. */
 int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 			  uint64_t t0, int err, int quiet);
+/* The same, announcing the next attempt only if it is due before
+ * announce_before (the time the caller's own budget ends): a wait that
+ * will not happen is not announced; the give-up line follows instead. */
+int bs_outcome_failed_within(const struct bs_config *cfg, const struct bs_dest *d,
+			     uint64_t t0, int err, uint64_t announce_before);
 /* An attempt on fd connected (probation until the first byte). */
 void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
 		       uint64_t t0);

@@ -74,3 +74,21 @@ def test_responsive_give_up_line_when_max_elapsed_runs_out():
     check(len(lines) == 1 and "max_elapsed" in lines[0][1],
           "responsive: %r" % err)
     check("giving up (budget spent)" in err, "the stats line stays: %r" % err)
+
+
+def test_no_wait_is_announced_that_the_budget_will_not_wait():
+    """A parked (defer) or retried connect whose budget ends before the
+    destination is next due: its last failure announces no "next attempt
+    in ...", the give-up line follows it instead (blocking already did)."""
+    for mode, budget in (("defer", dict(BACKOFFSHIM_MAX_ELAPSED="300ms")),
+                         ("defer", dict(BACKOFFSHIM_MAX_ATTEMPTS="3")),
+                         ("retry", dict(BACKOFFSHIM_MAX_ELAPSED="300ms"))):
+        port = free_port()
+        rc, out, err = run([sys.executable, "-c", NB_CLIENT, str(port)],
+                           shim_env(BACKOFFSHIM_NONBLOCKING=mode, **budget))
+        gave_up = _give_up_lines(err, port)
+        announced = [int(a) for a in re.findall(r"\(attempt (\d+)\), next attempt in", err)]
+        check(out.strip() == "ECONNREFUSED" and len(gave_up) == 1,
+              "%s %r: %r %r" % (mode, budget, out, err))
+        check(announced and max(announced) == int(gave_up[0][0]) - 1,
+              "%s %r: the last failure announced a wait: %r" % (mode, budget, err))
