@@ -19,31 +19,31 @@ struct seg {
 	uint64_t offset, filesz;
 };
 
+/* The ELF header of type T in buf: where its program headers are. */
+#define READ_EHDR(T, ph, buf, n)                                                     \
+	do {                                                                         \
+		T eh_;                                                               \
+		if ((n) < sizeof eh_)                                                \
+			return -1;                                                   \
+		memcpy(&eh_, (buf), sizeof eh_);                                     \
+		(ph)->off = eh_.e_phoff, (ph)->count = eh_.e_phnum;                  \
+		(ph)->size = eh_.e_phentsize;                                        \
+	} while (0)
+
 /* 0 if the program headers lie within the buffer. */
 static int open_phdrs(struct phdrs *ph, const unsigned char *buf, size_t n)
 {
 	ph->buf = buf;
 	ph->n = n;
 	ph->is64 = buf[EI_CLASS] == ELFCLASS64;
-	if (ph->is64) {
-		Elf64_Ehdr eh;
-		if (n < sizeof eh)
-			return -1;
-		memcpy(&eh, buf, sizeof eh);
-		ph->off = eh.e_phoff, ph->count = eh.e_phnum, ph->size = eh.e_phentsize;
-		if (ph->size != sizeof(Elf64_Phdr))
-			return -1;
-	} else if (buf[EI_CLASS] == ELFCLASS32) {
-		Elf32_Ehdr eh;
-		if (n < sizeof eh)
-			return -1;
-		memcpy(&eh, buf, sizeof eh);
-		ph->off = eh.e_phoff, ph->count = eh.e_phnum, ph->size = eh.e_phentsize;
-		if (ph->size != sizeof(Elf32_Phdr))
-			return -1;
-	} else {
+	if (ph->is64)
+		READ_EHDR(Elf64_Ehdr, ph, buf, n);
+	else if (buf[EI_CLASS] == ELFCLASS32)
+		READ_EHDR(Elf32_Ehdr, ph, buf, n);
+	else
 		return -1;
-	}
+	if (ph->size != (ph->is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
+		return -1;
 	if (ph->off > n || (uint64_t)ph->count * ph->size > n - ph->off)
 		return -1;
 	return 0;
