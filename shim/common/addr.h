@@ -19,13 +19,13 @@ enum bs_addr_kind { BS_ADDR_OTHER = 0, BS_ADDR_INET = 1, BS_ADDR_UNIX = 2 };
 
 /* Could p point into a process's memory? Not in its first page (NULL and
  * the small numbers a bad cast gives) nor in the kernel's half (-1 as a
- * pointer): given those, the kernel fails the call with EFAULT, and the
- * shim, which reads the address first, must not fault instead. (A pointer
- * to an unmapped page of the user's half is not caught.) */
-#define BS_ADDR_USER_TOP (1ull << 56) /* x86-64 with 5-level paging; aarch64 is 52 bits */
+ * pointer; negative as a signed number): given those, the kernel fails the
+ * call with EFAULT, and the shim, which reads the address first, must not
+ * fault instead. One signed compare. (A wild pointer into the user's half
+ * is not caught.) */
 static inline int bs_addr_plausible(const void *p)
 {
-	return (uintptr_t)p - 4096u < BS_ADDR_USER_TOP - 4096u;
+	return (intptr_t)p >= 4096;
 }
 
 /* Which kind of destination addr is; BS_ADDR_OTHER for anything malformed,

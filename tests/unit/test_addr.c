@@ -140,6 +140,27 @@ static void test_v4_key_inline(void **state)
 	assert_int_equal(bs_addr_v4_key(SA(&u), ul), 0);
 }
 
+/* Addresses the kernel refuses with EFAULT are never read: NULL, the first
+ * page, the kernel's half. */
+static void test_unreadable_pointers_are_not_read(void **state)
+{
+	(void)state;
+	const struct sockaddr *bad[] = {NULL, (const void *)16, (const void *)4095,
+					(const void *)-1L, (const void *)-4096L,
+					(const void *)(1ull << 63)};
+	char buf[16];
+	for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+		assert_false(bs_addr_plausible(bad[i]));
+		assert_int_equal(bs_addr_kind(bad[i], sizeof(struct sockaddr_in)), BS_ADDR_OTHER);
+		assert_int_equal(bs_addr_v4_key(bad[i], sizeof(struct sockaddr_in)), 0);
+		assert_int_equal(bs_addr_key(bad[i], sizeof(struct sockaddr_in6)), 0);
+		bs_addr_format(bad[i], sizeof(struct sockaddr_in), buf, sizeof buf);
+		assert_string_equal(buf, "?");
+	}
+	struct sockaddr_in in = {.sin_family = AF_INET};
+	assert_true(bs_addr_plausible(&in));
+}
+
 static void test_v4_format(void **state)
 {
 	(void)state;
@@ -424,6 +445,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_v4_key_exact),
 		cmocka_unit_test(test_v4_key_inline),
+		cmocka_unit_test(test_unreadable_pointers_are_not_read),
 		cmocka_unit_test(test_v4_format),
 		cmocka_unit_test(test_v4_mapped),
 		cmocka_unit_test(test_v6_format),
