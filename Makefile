@@ -60,7 +60,7 @@ $(SO): $(COMMON_OBJ) $(LIB_OBJ) $(EXPORTS_MAP) | deps
 # file changes only when PREFIX does, so a new PREFIX rebuilds the command.
 $(BUILD)/prefix.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+	@echo '$(PREFIX) $(MAN_LIBDIR)' | cmp -s - $@ || echo '$(PREFIX) $(MAN_LIBDIR)' > $@
 
 $(BUILD)/obj/shim/cli/%.o: shim/cli/%.c $(wildcard shim/cli/*.h shim/common/*.h) \
 		$(BUILD)/prefix.stamp | deps

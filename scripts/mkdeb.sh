@@ -51,6 +51,7 @@ size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 # machine's glibc, which may be newer)
 glibc=$(objdump -T "$built/libbackoffshim.so" "$built/backoffshim" |
 	sed -n 's/.*GLIBC_\([0-9][0-9.]*\).*/\1/p' | sort -t. -k1,1n -k2,2n -k3,3n | tail -1)
+[ -n "$glibc" ] || { echo "mkdeb.sh: cannot read the glibc versions the binaries need (objdump)" >&2; exit 1; }
 depends="libc6 (>= $glibc)"
 cat > "$root/DEBIAN/control" <<CONTROL
 Package: backoffshim

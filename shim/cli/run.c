@@ -250,14 +250,17 @@ static int script_interpreter(const unsigned char *head, size_t n, char *interp,
 }
 
 /* Why the shim cannot act on the program in path, or NULL; a script is
- * judged by its interpreter. */
+ * judged by its interpreter. A file this user may run but not read is
+ * judged by its set-id bits alone. */
 static const char *why_no_effect(const char *path, int depth)
 {
-	static unsigned char head[64 * 1024];
 	static char why[PATH_MAX + 64];
+	static unsigned char head[64 * 1024]; /* (a script's is done with before recursing) */
 	struct stat st;
+	if (stat(path, &st) != 0)
+		return NULL;
 	FILE *f = fopen(path, "rb");
-	size_t n = f && fstat(fileno(f), &st) == 0 ? fread(head, 1, sizeof head, f) : 0;
+	size_t n = f ? fread(head, 1, sizeof head, f) : 0;
 	if (f)
 		fclose(f);
 	char interp[PATH_MAX];
@@ -269,7 +272,7 @@ static const char *why_no_effect(const char *path, int depth)
 		return why;
 	}
 	enum bs_elf_kind kind = bs_elf_kind(head, n);
-	if (kind != BS_ELF_UNKNOWN && execs_securely(path, &st))
+	if ((kind != BS_ELF_UNKNOWN || !f) && execs_securely(path, &st))
 		return "it is setuid/setgid or has file capabilities, and the loader ignores LD_PRELOAD for it";
 	if (kind == BS_ELF_STATIC)
 		return "it is statically linked, so nothing is preloaded into it";

@@ -280,17 +280,21 @@ static void dest_header_spec(const char *s, char spec[200])
 	spec[n] = '\0';
 }
 
-/* The name of the section header s ("[ name ]"), trimmed as inih does. */
+/* The name of the section header s, as inih takes it: everything between
+ * '[' and the first ']', blanks included ("[ backoff ]" is no [backoff]). */
 static void header_name(const char *s, char name[64])
 {
-	s += 1 + strspn(s + 1, " \t");
-	size_t n = strcspn(s, "]");
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-		n--;
+	size_t n = strcspn(s + 1, "]");
 	if (n > 63)
 		n = 63;
-	memcpy(name, s, n);
+	memcpy(name, s + 1, n);
 	name[n] = '\0';
+}
+
+/* "[dest]", "[dest\tx]": a destination section without its SPEC. */
+static int dest_without_spec(const char *name)
+{
+	return !strncasecmp(name, "dest", 4) && (!name[4] || name[4] == '\t' || name[4] == ' ');
 }
 
 /* A section header s: inih forgets the previous key; a [dest ...] section
@@ -312,7 +316,7 @@ static void screen_section(struct ini_ctx *x, const char *s)
 		return;
 	x->skip = 1;
 	x->report(x->rctx, x->origin, x->line, NULL, NULL,
-		  !strncasecmp(name, "dest", 4) ? BS_DEST_WITHOUT_SPEC : BS_UNKNOWN_SECTION);
+		  dest_without_spec(name) ? BS_DEST_WITHOUT_SPEC : BS_UNKNOWN_SECTION);
 }
 
 /* inih reports only its first syntax error; screen every line here. Like
@@ -377,15 +381,15 @@ static int handler(void *user, const char *section, const char *name,
 {
 	struct ini_ctx *x = user;
 	const char *why;
-	x->have_key = 1;
+	x->have_key = *name != '\0'; /* inih continues no empty key */
+	if (x->skip || !*name) /* reported with its section or its line */
+		return 1;
 	if (x->continues) { /* inih joined an indented line to the key above */
 		x->report(x->rctx, x->origin, x->line, name, value,
 			  "an indented line continues the value above; write the whole value "
 			  "on one line");
 		return 1;
 	}
-	if (x->skip || !*name) /* reported with its section or its line */
-		return 1;
 	if (!strncasecmp(section, "dest ", 5)) {
 		bs_rule_key(x->c, x->dest, name, value, x->origin, x->line, x->report, x->rctx);
 		return 1;

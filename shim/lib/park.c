@@ -143,8 +143,8 @@ static int give_up(const struct bs_config *cfg, int fd, const struct bs_budget *
 uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd)
 {
 	struct bs_fdslot *s = slot(fd);
-	if (!s || !parks(cfg))
-		return UINT64_MAX;
+	if (!s || !parks(cfg) || !can_hide(fd, s))
+		return UINT64_MAX; /* not parked: no give-up line follows */
 	if (cfg->max_attempts && atomic_load(&s->steps) + 1 >= cfg->max_attempts)
 		return 0;
 	return cfg->max_elapsed ? atomic_load(&s->call_start) + cfg->max_elapsed : UINT64_MAX;

@@ -47,8 +47,10 @@ static inline int bs_park_is_parked(int fd)
  * the illusion can be kept. Returns 1 if parked. */
 int bs_park(const struct bs_config *cfg, int fd, int err);
 /* Until when a failure of fd's attempt, just learned, may still be
- * followed by another attempt of fd: 0 if its budget allows none, the end
- * of its time budget otherwise (UINT64_MAX: no end). */
+ * followed by another attempt of fd, which bs_park would park: 0 if its
+ * budget allows none, the end of its time budget otherwise; UINT64_MAX if
+ * there is no end, or if fd will not be parked (then no give-up line
+ * follows the failure's own). */
 uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd);
 
 /* A connect() of fd inside its destination's backoff window (fd already

@@ -15,7 +15,9 @@ BS_API int prctl(int option, ...)
 	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long),
 		      a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
-	if (option == PR_SET_TSC && a2 != PR_TSC_ENABLE)
+#if defined(__x86_64__) /* the only architecture with PR_SET_TSC */
+	if (option == PR_SET_TSC && (int)a2 != PR_TSC_ENABLE) /* (an int to the kernel) */
 		bs_stamp_stop();
+#endif
 	return bs_real_prctl(option, a2, a3, a4, a5);
 }

@@ -20,7 +20,7 @@
 _Atomic int bs_stamp_counting_g;
 static struct bs_stamp_pair g_ref;
 static struct bs_stamp_pair g_last; /* once counting stopped */
-static _Atomic int g_stopped;
+static _Atomic int g_stopped, g_claimed;
 
 static struct bs_stamp_pair pair_now(void)
 {
@@ -66,7 +66,7 @@ static int kernel_clock_is_counter(void)
 void bs_stamp_setup(void)
 {
 #ifdef COUNTER_CLOCKSOURCE
-	if (kernel_clock_is_counter() && counter_readable()) {
+	if (!atomic_load(&bs_clock_by_syscall_g) && kernel_clock_is_counter() && counter_readable()) {
 		g_ref = pair_now();
 		atomic_store(&bs_stamp_counting_g, 1);
 	}
@@ -82,10 +82,16 @@ uint64_t bs_stamp_ns_of(uint64_t stamp)
 
 void bs_stamp_stop(void)
 {
-	if (atomic_load(&bs_stamp_counting_g) && !atomic_load(&g_stopped)) {
-		g_last = pair_now(); /* the counter may still be read here */
+	int no = 0;
+	if (atomic_load(&bs_stamp_counting_g) &&
+	    atomic_compare_exchange_strong(&g_claimed, &no, 1)) { /* one thread writes g_last */
+		atomic_store(&bs_stamp_counting_g, 0); /* no new counter stamps */
+		g_last = pair_now(); /* this thread may still read the counter */
 		atomic_store(&g_stopped, 1);
-		atomic_store(&bs_stamp_counting_g, 0);
 	}
+	/* another thread stopping at the same moment: its conversions must not
+	 * read the counter either, so it waits (briefly) for g_last */
+	for (int i = 0; atomic_load(&g_claimed) && !atomic_load(&g_stopped) && i < 100000; i++)
+		syscall(SYS_sched_yield);
 	bs_clock_by_syscall();
 }

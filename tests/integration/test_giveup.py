@@ -92,3 +92,22 @@ def test_no_wait_is_announced_that_the_budget_will_not_wait():
               "%s %r: %r %r" % (mode, budget, out, err))
         check(announced and max(announced) == int(gave_up[0][0]) - 1,
               "%s %r: the last failure announced a wait: %r" % (mode, budget, err))
+
+
+ASYNC_CLIENT = r"""
+import fcntl, os, select, socket, sys
+s = socket.socket(); s.setblocking(False)
+fcntl.fcntl(s, fcntl.F_SETFL, fcntl.fcntl(s, fcntl.F_GETFL) | os.O_ASYNC)
+s.connect_ex(('127.0.0.1', int(sys.argv[1]))); select.select([], [s], [], 5)
+print(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), flush=True)
+"""
+
+
+def test_a_failure_defer_cannot_park_is_still_logged():
+    """A socket defer cannot hide (O_ASYNC) fails as without the shim, and
+    its failure still gets its line, though its budget allows no retry."""
+    port = free_port()
+    rc, out, err = run([sys.executable, "-c", ASYNC_CLIENT, str(port)],
+                       shim_env(BACKOFFSHIM_NONBLOCKING="defer", BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    check(out.strip() == "111" and "127.0.0.1:%d: Connection refused (attempt 1)" % port in err,
+          "%r %r" % (out, err))
