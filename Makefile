@@ -30,6 +30,8 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROG_SRC   := $(wildcard tests/progs/*.c)
 PROG_BIN   := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 BENCH_BIN  := $(BUILD)/bench/connect_bench
+MAN_LIBDIR ?= $(PREFIX)/lib
+MAN_PAGES  := $(BUILD)/man/backoffshim.1 $(BUILD)/man/backoffshim.ini.5
 
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
@@ -154,9 +156,8 @@ INSTALLED := $(PREFIX)/bin/backoffshim $(PREFIX)/lib/libbackoffshim.so \
 	$(PREFIX)/share/man/man5/backoffshim.ini.5 \
 	$(PREFIX)/share/bash-completion/completions/backoffshim
 
-# The man pages name the version and where this install puts the library.
-MAN_LIBDIR ?= $(PREFIX)/lib
-MAN_PAGES  := $(BUILD)/man/backoffshim.1 $(BUILD)/man/backoffshim.ini.5
+# The man pages name the version and where this install puts the library
+# (MAN_LIBDIR, MAN_PAGES: defined at the top).
 $(BUILD)/man/%: man/% shim/common/version.h $(BUILD)/prefix.stamp
 	@mkdir -p $(dir $@)
 	@sed -e "s|@VERSION@|$$(sed -n 's/^#define BS_VERSION "\(.*\)"/\1/p' shim/common/version.h)|" \

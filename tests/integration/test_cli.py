@@ -141,7 +141,10 @@ def setid_cases(d):
         os.chown(other, 65534, 65534)
         os.chmod(other, 0o4755)
         cases.append(([other], 0, "setuid"))
-    elif os.path.exists("/bin/su") and os.stat("/bin/su").st_mode & 0o4000:
+    elif os.path.exists("/bin/su") and os.stat("/bin/su").st_mode & 0o4000 and \
+            os.stat("/bin/su").st_uid != os.getuid():
+        # (in a user namespace that does not map root, su's owner shows as
+        # the overflow uid, the set-id bit is ignored and no warning is due)
         cases.append((["/bin/su", "--version"], 0, "setuid"))
     return cases
 
