@@ -223,14 +223,33 @@ static int find_command(const char *cmd, char *path, size_t n)
  * ignores LD_PRELOAD? Set-id bits count only when they change an id and the
  * file system honours them; file capabilities only for a user other than
  * root. */
+/* Is the id a file's owner shows as one this user namespace maps? (An
+ * owner it cannot map shows as the overflow id, and the kernel ignores a
+ * set-id bit it cannot apply.) which: "uid_map" or "gid_map". */
+static int id_mapped(unsigned long id, const char *which)
+{
+	char path[32];
+	unsigned long in, out, count;
+	snprintf(path, sizeof path, "/proc/self/%s", which);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 1;
+	int mapped = 0;
+	while (!mapped && fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3)
+		mapped = id >= in && id - in < count;
+	fclose(f);
+	return mapped;
+}
+
 static int execs_securely(const char *path, const struct stat *st)
 {
 	struct statvfs fs;
 	if (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID))
 		return 0;
-	if ((st->st_mode & S_ISUID) && st->st_uid != getuid())
+	if ((st->st_mode & S_ISUID) && st->st_uid != getuid() && id_mapped(st->st_uid, "uid_map"))
 		return 1;
-	if ((st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP) && st->st_gid != getgid())
+	if ((st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP) && st->st_gid != getgid() &&
+	    id_mapped(st->st_gid, "gid_map"))
 		return 1;
 	return getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0;
 }
