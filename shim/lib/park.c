@@ -145,9 +145,9 @@ uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd)
 	struct bs_fdslot *s = slot(fd);
 	if (!s || !parks(cfg) || !can_hide(fd, s))
 		return UINT64_MAX; /* not parked: no give-up line follows */
-	if (cfg->max_attempts && atomic_load(&s->steps) + 1 >= cfg->max_attempts)
-		return 0;
-	return cfg->max_elapsed ? atomic_load(&s->call_start) + cfg->max_elapsed : UINT64_MAX;
+	struct bs_budget b; /* as bs_park will judge it, this failure counted */
+	budget_of(cfg, s, atomic_load(&s->steps), &b);
+	return bs_budget_last(&b, 0) ? 0 : bs_budget_end(&b);
 }
 
 int bs_park(const struct bs_config *cfg, int fd, int err)
