@@ -1,6 +1,7 @@
 /* backoffshim check-config: every problem of an INI file, one per line. */
 #include "cli.h"
 #include "readfile.h"
+#include "util.h"
 
 #include <getopt.h>
 #include <string.h>
@@ -81,10 +82,7 @@ static void check_dir_of(const char *origin, const char *key, const char *path,
 {
 	char dir[sizeof ((struct bs_config *)0)->log_file];
 	struct stat st;
-	const char *slash = strrchr(path, '/');
-	size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
-	memcpy(dir, slash ? path : ".", n);
-	dir[n] = '\0';
+	bs_path_dir(path, dir, sizeof dir);
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		report(problems, origin, 0, key, path,
 		       "its directory does not exist here (the library would not use it)");

@@ -1,12 +1,15 @@
 /*
  * util: small helpers for shim/common and its callers: the element count of
- * an array, min and max of two unsigned 64-bit values, and a compile-time
- * check (used for the layouts the code relies on: table.c, fdtab.c).
+ * an array, min and max of two unsigned 64-bit values, a path's directory,
+ * and a compile-time check (used for the layouts the code relies on:
+ * table.c, fdtab.c).
  */
 #ifndef BS_UTIL_H
 #define BS_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define BS_ARRAY_SIZE(a) (sizeof (a) / sizeof (a)[0])
 
@@ -21,6 +24,21 @@ static inline uint64_t bs_min_u64(uint64_t a, uint64_t b)
 static inline uint64_t bs_max_u64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
+}
+
+/* The directory of path into dir (cap bytes, at least 2): "." for a bare
+ * name, "/" for a file in the root; cut to fit. No system call. */
+static inline void bs_path_dir(const char *path, char *dir, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
+	if (n >= cap)
+		n = cap - 1;
+	if (n)
+		memcpy(dir, path, n);
+	else
+		dir[n++] = '.';
+	dir[n] = '\0';
 }
 
 #endif

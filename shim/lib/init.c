@@ -3,6 +3,7 @@
 #include "shared.h"
 #include "version.h"
 #include "shim.h"
+#include "util.h"
 #include "log.h"
 #include "policy.h"
 #include "real.h"
@@ -101,13 +102,7 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 static int in_sticky_dir(const char *path)
 {
 	char dir[sizeof g_cfg.log_file];
-	const char *slash = strrchr(path, '/');
-	size_t n = !slash ? 0 : slash == path ? 1 : (size_t)(slash - path);
-	if (n)
-		memcpy(dir, path, n);
-	else
-		dir[n++] = '.';
-	dir[n] = '\0';
+	bs_path_dir(path, dir, sizeof dir);
 	struct stat st;
 	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) &&
 	       (st.st_mode & S_IWOTH);
