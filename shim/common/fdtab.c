@@ -48,9 +48,9 @@ static inline __attribute__((always_inline)) void set_state(struct bs_fdtab *t,
 
 /* What the generation guards, as plain values. */
 struct dest {
-	uint64_t key, ino; /* ino 0: no identity */
+	uint64_t key, cookie; /* cookie 0: no identity */
 	uint64_t addr[BS_FD_ADDR_WORDS];
-	uint32_t len, dev;
+	uint32_t len;
 };
 
 static void raise_to(_Atomic unsigned *mark, unsigned v)
@@ -84,14 +84,13 @@ static int write_end(struct bs_fdslot *s, uint32_t began)
 
 static void put(struct bs_fdslot *s, const struct dest *d)
 {
-	if (d->ino)
+	if (d->cookie)
 		atomic_fetch_or(&s->flags, BS_FDF_EXTRA);
 	atomic_store_explicit(&s->key, d->key, memory_order_relaxed);
 	for (unsigned i = 0; i < BS_FD_ADDR_WORDS; i++)
 		atomic_store_explicit(&s->addr[i], d->addr[i], memory_order_relaxed);
 	atomic_store_explicit(&s->addrlen, d->len, memory_order_relaxed);
-	atomic_store_explicit(&s->ident_dev, d->dev, memory_order_relaxed);
-	atomic_store_explicit(&s->ident_ino, d->ino, memory_order_relaxed);
+	atomic_store_explicit(&s->cookie, d->cookie, memory_order_relaxed);
 }
 
 /* Write d under the generation. Returns 1 if no other writer overlapped;
@@ -116,8 +115,7 @@ static void get(struct bs_fdslot *s, struct dest *d)
 	for (unsigned i = 0; i < BS_FD_ADDR_WORDS; i++)
 		d->addr[i] = atomic_load_explicit(&s->addr[i], memory_order_relaxed);
 	d->len = atomic_load_explicit(&s->addrlen, memory_order_relaxed);
-	d->dev = atomic_load_explicit(&s->ident_dev, memory_order_relaxed);
-	d->ino = atomic_load_explicit(&s->ident_ino, memory_order_relaxed);
+	d->cookie = atomic_load_explicit(&s->cookie, memory_order_relaxed);
 }
 
 /* A consistent copy of what the generation guards; 0 if none was had. */
@@ -202,8 +200,7 @@ void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
 static void clear_ident(struct bs_fdslot *s)
 {
 	uint32_t g = write_begin(s);
-	atomic_store_explicit(&s->ident_dev, 0, memory_order_relaxed);
-	atomic_store_explicit(&s->ident_ino, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->cookie, 0, memory_order_relaxed);
 	write_end(s, g);
 }
 
@@ -212,7 +209,7 @@ static inline __attribute__((always_inline)) void untrack(struct bs_fdtab *t,
 {
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
 		set_state(t, s, BS_FD_NONE);
-	if (atomic_load_explicit(&s->ident_ino, memory_order_relaxed))
+	if (atomic_load_explicit(&s->cookie, memory_order_relaxed))
 		clear_ident(s);
 }
 
@@ -307,28 +304,27 @@ int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 	return 1;
 }
 
-void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
+void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t cookie)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (!s)
 		return;
-	if (ino)
+	if (cookie)
 		atomic_fetch_or(&s->flags, BS_FDF_EXTRA);
 	uint32_t g = write_begin(s);
-	atomic_store_explicit(&s->ident_dev, (uint32_t)dev, memory_order_relaxed);
-	atomic_store_explicit(&s->ident_ino, ino, memory_order_relaxed);
+	atomic_store_explicit(&s->cookie, cookie, memory_order_relaxed);
 	if (!write_end(s, g))
 		clear_ident(s); /* raced with another write: record nothing */
 	raise_high(t, fd); /* so close_range/closefrom clear it */
 }
 
-int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino)
+int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t cookie)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	struct dest d;
 	if (!s || !read_dest(s, &d))
 		return 0;
-	return d.ino != 0 && d.dev == (uint32_t)dev && d.ino == ino;
+	return d.cookie != 0 && d.cookie == cookie;
 }
 
 void bs_fd_ep_added(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data)

@@ -9,8 +9,8 @@
  * A slot may be stale if the program closed the fd behind the shim's back
  * (a raw syscall, a libc-internal close) and the number was reused; callers
  * check the socket's identity on the rare path (an error, the first byte),
- * never on every call. A slot can record that identity (device and inode of
- * the socket) for them.
+ * never on every call. A slot can record that identity (the socket's
+ * SO_COOKIE: 64 bits, never reused while the kernel runs) for them.
  *
  * Consistency: the destination (key, address, length) and the identity are
  * written together under a per-slot generation word, seqlock style: a writer
@@ -104,11 +104,10 @@ struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
 	_Atomic uint64_t addr[BS_FD_ADDR_WORDS]; /* the sockaddr's bytes */
 	_Atomic uint32_t addrlen;
 	_Atomic uint32_t err;        /* with BS_FD_FAILED */
-	/* the socket (bs_fd_set_ident): its inode, 0 for none recorded (no
-	 * socket has inode 0), and its device's low 32 bits (every socket is
-	 * on the one sockfs device, whose number fits) */
-	_Atomic uint64_t ident_ino;
-	_Atomic uint32_t ident_dev;
+	/* the socket the shim took custody of (bs_fd_set_ident): its
+	 * SO_COOKIE, 0 for none recorded (the kernel's cookies start at 1) */
+	_Atomic uint64_t cookie;
+	_Atomic uint32_t unused;
 	_Atomic uint32_t gen;        /* guards key, addr, addrlen, ident_* */
 	/* defer mode: the budget of a parked socket's connect */
 	_Atomic uint32_t steps;      /* failed steps this connect lived through */
@@ -316,11 +315,11 @@ void bs_fd_ep_share(struct bs_fdtab *t, int epfd, uint64_t data);
 int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 		    struct sockaddr_storage *addr, socklen_t *len);
 
-/* Record the socket's identity (st_dev, st_ino) for fd (an inode of 0,
+/* Record the socket's identity (its SO_COOKIE) for fd (a cookie of 0,
  * which no socket has, records none). */
-void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino);
-/* 1 only if an identity was recorded for fd and it is (dev, ino); 0
+void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t cookie);
+/* 1 only if an identity was recorded for fd and it is `cookie`; 0
  * otherwise (none recorded, another one, out of range, no consistent read). */
-int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t dev, uint64_t ino);
+int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t cookie);
 
 #endif

@@ -2,6 +2,7 @@
  * O_ASYNC), close_range, closefrom: keep the fd table in step with the
  * program's descriptors. Untracked fds cost one load; other fcntl commands
  * one compare. */
+#include "custody.h"
 #include "park.h"
 #include "real.h"
 #include "shim.h"
@@ -15,7 +16,8 @@
  * of line: that one costs a few checks and a jump to libc). */
 static __attribute__((noinline)) int close_tracked(int fd)
 {
-	bs_outcome_closed(fd); /* before the number can be reused */
+	if (bs_custody_here())
+		bs_outcome_closed(fd); /* before the number can be reused */
 	return bs_real_close(fd);
 }
 
@@ -34,7 +36,8 @@ static inline int do_close(int fd)
  * (only if the call can succeed: `from` is open). */
 static void replacing(int from, int to)
 {
-	if (from != to && bs_fd_state(bs_fds(), to) != BS_FD_NONE && bs_sock_is_open(from))
+	if (from != to && bs_fd_state(bs_fds(), to) != BS_FD_NONE && bs_sock_is_open(from) &&
+	    bs_custody_here())
 		bs_outcome_closed(to);
 }
 
@@ -43,6 +46,9 @@ static void replacing(int from, int to)
  * story): its parking ends first, and its last error is owed through both. */
 static void copied(int from, int to)
 {
+	if ((bs_fd_state(bs_fds(), from) != BS_FD_NONE ||
+	     bs_fd_state(bs_fds(), to) != BS_FD_NONE) && !bs_custody_here())
+		return; /* a vfork child's: the parent's table stays as it is */
 	if (bs_park_is_parked(from))
 		bs_park_end(from);
 	bs_fd_copy(bs_fds(), from, to);
@@ -86,6 +92,8 @@ static int fcntl_watched(int fd, int cmd, unsigned long arg)
 static __attribute__((noinline)) void fcntl_done(int fd, int cmd, int r)
 {
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	if (!bs_custody_here())
+		return;
 	if (cmd != F_SETFL) {
 		copied(fd, r);
 	} else if (s) { /* O_ASYNC: its signals would tell; no parking from now */
@@ -108,7 +116,7 @@ static int do_fcntl(int (*real)(int, int, unsigned long), int fd, int cmd, unsig
 static int do_close_range(unsigned first, unsigned last, int flags)
 {
 	int r = bs_real_close_range(first, last, flags);
-	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && bs_custody_here())
 		bs_fd_clear_range(bs_fds(), first, last);
 	return r;
 }
@@ -116,7 +124,7 @@ static int do_close_range(unsigned first, unsigned last, int flags)
 static void do_closefrom(int lowfd)
 {
 	bs_real_closefrom(lowfd);
-	if (lowfd >= 0)
+	if (lowfd >= 0 && bs_custody_here())
 		bs_fd_clear_range(bs_fds(), (unsigned)lowfd, ~0u);
 }
 

@@ -31,7 +31,7 @@ static int answered_for_parked(int epfd, int op, int fd, const struct epoll_even
 {
 	struct bs_fdtab *t = bs_fds();
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (!bs_park_is_parked(fd) || !s)
+	if (!s || !bs_park_is_parked(fd) || !bs_park_holds(fd))
 		return 0;
 	int out_of_set = (atomic_load(&s->flags) & BS_FDF_EP_REMOVED) || !atomic_load(&s->ep_set);
 	if (!out_of_set)
@@ -54,6 +54,9 @@ static int answered_for_parked(int epfd, int op, int fd, const struct epoll_even
 			return errno = ENOENT, *ret = -1, 1;
 		if (!ev)
 			return errno = EFAULT, *ret = -1, 1;
+		/* the kernel modifies no exclusive registration, and makes none */
+		if ((atomic_load(&s->ep_events) | ev->events) & EPOLLEXCLUSIVE)
+			return errno = EINVAL, *ret = -1, 1;
 		bs_fd_ep_modified(t, epfd, fd, ev->events, ev->data.u64);
 		return *ret = 0, 1;
 	case EPOLL_CTL_DEL:
@@ -123,7 +126,8 @@ static int screened(const struct call *c, struct epoll_event *e)
 	if (fd < 0) {
 		/* a connect whose parking ended: its error was read away (owed),
 		 * so the kernel shows only OUT|HUP; say it failed */
-		if (bs_fd_ep_find(bs_fds(), c->epfd, e->data.u64, BS_FD_FAILED) >= 0)
+		int owed = bs_fd_ep_find(bs_fds(), c->epfd, e->data.u64, BS_FD_FAILED);
+		if (owed >= 0 && bs_owed_holds(owed))
 			e->events |= EPOLLERR;
 		return 1;
 	}

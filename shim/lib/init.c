@@ -1,4 +1,5 @@
 /* init: constructor, config loading and process-wide state. See shim.h. */
+#include "custody.h"
 #include "park.h"
 #include "shared.h"
 #include "version.h"
@@ -326,6 +327,7 @@ static void init(void)
 			memcpy(r, at, sizeof r);
 		g_seed = r[0] ^ bs_mix64(r[1] ^ (uint64_t)getpid());
 	}
+	bs_custody_start();
 	setup_fds();
 	if (!g_cfg.disable)
 		bs_tab_g = bs_shared_map(&g_cfg, &g_table);

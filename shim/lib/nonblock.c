@@ -13,6 +13,7 @@
 #include "addr.h"
 #include "budget.h"
 #include "clock.h"
+#include "custody.h"
 #include "park.h"
 #include "policy.h"
 #include "real.h"
@@ -262,8 +263,11 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 	if (mode == BS_NB_RETRY && may_wait)
 		return nb_retry(cfg, fd, d, start, err);
 	/* retry mode waits only where the program could block itself;
-	 * elsewhere (getsockopt, send, recv...) it parks, as defer does */
-	if ((mode == BS_NB_DEFER || mode == BS_NB_RETRY) && bs_park(cfg, fd, err))
+	 * elsewhere (getsockopt, send, recv...) it parks, as defer does,
+	 * unless the program may have learned of the failure where the shim
+	 * screens nothing (custody.h) */
+	if ((mode == BS_NB_DEFER || mode == BS_NB_RETRY) &&
+	    (may_wait || bs_custody_may_hide_unscreened()) && bs_park(cfg, fd, err))
 		return BS_NB_PARKED_NOW;
 	bs_outcome_forget(fd);
 	return err;

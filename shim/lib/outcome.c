@@ -6,6 +6,7 @@
 #include "addr.h"
 #include "budget.h"
 #include "clock.h"
+#include "custody.h"
 #include "errname.h"
 #include "log.h"
 #include "park.h"
@@ -356,16 +357,21 @@ void bs_outcome_closed(int fd)
 
 void bs_owe(int fd, const struct bs_sock_ident *id, int err)
 {
-	bs_fd_set_ident(bs_fds(), fd, id->dev, id->ino);
+	bs_fd_set_ident(bs_fds(), fd, id->cookie);
 	bs_fd_fail(bs_fds(), fd, err);
+}
+
+int bs_owed_holds(int fd)
+{
+	if (bs_fd_state(bs_fds(), fd) != BS_FD_FAILED || !bs_custody_here())
+		return 0;
+	if (bs_custody_holds(fd))
+		return 1;
+	bs_fd_clear(bs_fds(), fd); /* closed behind our back, number reused */
+	return 0;
 }
 
 int bs_owed_take(int fd)
 {
-	struct bs_sock_ident id;
-	if (!bs_sock_ident(fd, &id) || !bs_fd_ident_matches(bs_fds(), fd, id.dev, id.ino)) {
-		bs_fd_clear(bs_fds(), fd); /* closed behind our back, number reused */
-		return 0;
-	}
-	return bs_fd_take_err(bs_fds(), fd);
+	return bs_owed_holds(fd) ? bs_fd_take_err(bs_fds(), fd) : 0;
 }

@@ -3,6 +3,7 @@
 
 #include "budget.h"
 #include "clock.h"
+#include "custody.h"
 #include "log.h"
 #include "policy.h"
 #include "real.h"
@@ -162,7 +163,7 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 	struct bs_budget b;
 	if (budget_ends(cfg, s, atomic_load(&e->state), 1, now, &b))
 		return give_up(cfg, fd, &b, err);
-	if (!leave_epoll_set(fd, s))
+	if (!bs_custody_take(fd) || !leave_epoll_set(fd, s))
 		return 0;
 	int saved = errno;
 	bs_sock_abort(fd); /* unconnected, nothing pending: ready to go again */
@@ -181,7 +182,7 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 	struct bs_entry *e = bs_table_find(bs_tab(), atomic_load(&s->key));
 	struct bs_budget b;
 	if (!e || budget_ends(cfg, s, atomic_load(&e->state), 0, bs_now(), &b) ||
-	    !leave_epoll_set(fd, s))
+	    !bs_custody_take(fd) || !leave_epoll_set(fd, s))
 		return 0;
 	atomic_store(&s->last_err, (uint32_t)err);
 	atomic_store(&s->resets, atomic_load(&e->resets));
@@ -261,9 +262,39 @@ static unsigned end_parked(const struct bs_config *cfg, int fd, struct bs_fdslot
 
 void bs_park_end(int fd)
 {
+	if (bs_park_holds(fd))
+		end_parked(NULL, fd, slot(fd), NULL);
+}
+
+/* A parked slot whose number no longer names the parked socket (closed
+ * behind the wrappers' back: fclose, a raw close): the socket is gone, and
+ * with it its epoll registrations and its probe's attempt. */
+static void forget_stale(struct bs_fdslot *s)
+{
+	if (atomic_load(&s->probe))
+		release_probe(s, atomic_load(&s->key));
+	bs_fd_renew_slot(bs_fds(), s);
+}
+
+int bs_park_holds(int fd)
+{
 	struct bs_fdslot *s = slot(fd);
-	if (s && atomic_load(&s->state) == BS_FD_PARKED)
-		end_parked(NULL, fd, s, NULL);
+	if (!s || atomic_load(&s->state) != BS_FD_PARKED)
+		return 0;
+	if (bs_custody_holds(fd))
+		return 1;
+	if (bs_custody_here())
+		forget_stale(s);
+	return 0;
+}
+
+void bs_park_unscreened(int fd)
+{
+	struct bs_fdslot *s = slot(fd);
+	if (!s || !bs_fd_state_in_flight(atomic_load(&s->state)) || !bs_custody_here())
+		return;
+	atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
+	bs_park_end(fd);
 }
 
 static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
@@ -298,6 +329,8 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
  * it stays parked meanwhile. */
 static unsigned run_fd(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
 {
+	if (!bs_park_holds(fd))
+		return BS_FD_NONE; /* not ours to answer for: passed through */
 	if (atomic_fetch_or(&s->flags, BS_FDF_BUSY) & BS_FDF_BUSY)
 		return BS_FD_PARKED;
 	unsigned st = atomic_load(&s->state);
@@ -318,7 +351,7 @@ unsigned bs_park_run_fd(int fd, uint64_t now)
 uint64_t bs_park_run(uint64_t now)
 {
 	struct bs_fdtab *t = bs_fds();
-	if (!bs_fd_any_parked(t))
+	if (!bs_fd_any_parked(t) || !bs_custody_here())
 		return BS_PARK_NEVER;
 	uint64_t next = now + BS_PARK_RECHECK;
 	int parked = 0;
@@ -347,8 +380,11 @@ static int mode_of(int fd, const struct bs_config **cfgp)
 enum bs_screen bs_park_screen(int fd)
 {
 	const struct bs_config *cfg;
-	if (bs_fd_state(bs_fds(), fd) != BS_FD_CONNECTING)
+	struct bs_fdslot *s = slot(fd);
+	if (!s || bs_fd_slot_state(s) != BS_FD_CONNECTING)
 		return BS_SCREEN_KEEP;
+	if (!bs_custody_here())
+		return BS_SCREEN_KEEP; /* a vfork child's look: the parent's socket */
 	int mode = mode_of(fd, &cfg);
 	if (mode != BS_NB_DEFER && mode != BS_NB_RETRY)
 		return BS_SCREEN_KEEP; /* the program reads its error itself */
@@ -374,10 +410,11 @@ enum bs_screen bs_park_screen_ready(int fd)
 	return bs_park_screen(fd);
 }
 
-/* A socket that a child inherits (no FD_CLOEXEC) is shared from now on:
- * never parked, and one that is parked now ends (its error owed). A
- * close-on-exec socket is the parent's alone once the child has exec'd;
- * until then the child leaves a parked one alone (bs_park_after_fork_in_child). */
+/* A socket in flight at fork() is parked or retried by neither process
+ * from now on: a child may wait on it, read its error, or share its epoll
+ * set before it execs (close-on-exec is no protection until then), so each
+ * process learns its outcome from the kernel, as without the shim. One
+ * parked now ends here (its last error owed to the parent's next look). */
 void bs_park_before_fork(void)
 {
 	struct bs_fdtab *t = bs_fds();
@@ -385,38 +422,27 @@ void bs_park_before_fork(void)
 		return;
 	unsigned high = atomic_load(&t->high);
 	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
-		struct bs_fdslot *s = &t->slots[fd];
-		unsigned st = atomic_load_explicit(&s->state, memory_order_relaxed);
-		if (!bs_fd_state_in_flight(st) || !bs_sock_inherited_by_children((int)fd))
-			continue;
-		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
+		unsigned st = atomic_load_explicit(&t->slots[fd].state, memory_order_relaxed);
 		if (st == BS_FD_PARKED)
-			end_parked(NULL, (int)fd, s, NULL);
+			bs_park_end((int)fd);
+		else if (st == BS_FD_CONNECTING)
+			bs_fd_clear(t, (int)fd);
 	}
 }
 
-/* In the child, a parked socket is the parent's connect: the parent goes
- * on reconnecting it, so the child's readiness calls must not (nor put it
- * back into the epoll set they share). The child keeps only its failure,
- * owed to a look of its own, and lets go of the probe it holds in its copy
- * of the table. A socket still connecting stays tracked: whichever process
- * sees its outcome handles it. */
+/* In the child, the sockets the parent was connecting (or owes an error)
+ * are the parent's: the child forgets them and passes its calls on them
+ * through, as if the shim had never seen them. */
 void bs_park_after_fork_in_child(void)
 {
+	bs_custody_start();
 	struct bs_fdtab *t = bs_fds();
-	if (!bs_fd_any_parked(t))
+	if (!bs_fd_any_pending(t))
 		return;
 	unsigned high = atomic_load(&t->high);
-	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
-		struct bs_fdslot *s = &t->slots[fd];
-		if (atomic_load(&s->state) != BS_FD_PARKED)
-			continue;
-		if (atomic_load(&s->probe))
-			release_probe(s, atomic_load(&s->key));
-		atomic_fetch_and(&s->flags, ~(BS_FDF_EP_REMOVED | BS_FDF_BUSY));
-		uint32_t err = atomic_load(&s->last_err);
-		bs_fd_fail(t, (int)fd, err ? (int)err : ECONNREFUSED);
-	}
+	for (unsigned fd = 0; fd < high && fd < t->cap; fd++)
+		if (bs_fd_state_is_pending(atomic_load(&t->slots[fd].state)))
+			bs_fd_clear(t, (int)fd);
 }
 
 /* bounds the loop: each round but the last waits until a parked socket's

@@ -36,11 +36,22 @@
 /* No parked socket is due: bs_park_run() returns this. */
 #define BS_PARK_NEVER BS_TIMEOUT_NONE
 
-/* Is fd parked? One load. */
+/* Is fd parked? One load: the question of the paths that only look. */
 static inline int bs_park_is_parked(int fd)
 {
 	return bs_fd_state(bs_fds(), fd) == BS_FD_PARKED;
 }
+
+/* Is fd parked, and does the number still name the socket the shim took
+ * custody of, in the process that did (custody.h)? Every made-up answer
+ * for a parked socket asks this first. A parked slot whose number now
+ * names something else is forgotten here. */
+int bs_park_holds(int fd);
+
+/* The program watches fd where the shim cannot screen it (a poll() array
+ * or select() set larger than the shim's copy): fd is never parked from
+ * now on, and its parking ends if it is parked (its last error owed). */
+void bs_park_unscreened(int fd);
 
 /* The failure err of fd's tracked non-blocking connect (its error already
  * read from the kernel) was published; park fd if cfg's mode is defer and
@@ -75,7 +86,8 @@ uint64_t bs_park_run(uint64_t now);
 void bs_park_end(int fd);
 
 /* The same for one parked socket (a call that touches it). Returns its
- * state afterwards (BS_FD_PARKED if still parked). */
+ * state afterwards (BS_FD_PARKED if still parked), or BS_FD_NONE if the
+ * shim does not hold it (bs_park_holds): the call passes through. */
 unsigned bs_park_run_fd(int fd, uint64_t now);
 
 /* A readiness call saw fd (connecting) with an error or hangup. In defer
@@ -96,12 +108,11 @@ enum bs_screen bs_park_screen(int fd);
  * failed, without reading the error. */
 enum bs_screen bs_park_screen_ready(int fd);
 
-/* fork() is about to run (pthread_atfork's prepare handler): sockets the
- * child inherits can no longer be hidden. */
+/* fork() is about to run (pthread_atfork's prepare handler): no socket in
+ * flight is hidden from now on, by either process. */
 void bs_park_before_fork(void);
-/* fork() returned in the child (pthread_atfork's child handler): parked
- * sockets are the parent's to reconnect; the child keeps only their
- * failure, owed to a look of its own. */
+/* fork() returned in the child (pthread_atfork's child handler): the child
+ * owns its copy of the fd table, and forgets the parent's connects. */
 void bs_park_after_fork_in_child(void);
 
 /* The rounds of one readiness call that holds connecting or parked

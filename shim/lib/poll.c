@@ -9,9 +9,9 @@
  *  - a connecting socket reported with POLLERR/POLLHUP is screened
  *    (bs_park_screen): parked and hidden in defer mode, retried here in
  *    retry mode (the calling thread blocks, as in every retry-mode wait).
- * With more entries than the copy holds, nothing is hidden or screened,
- * and the parked sockets of the set end as they would without the shim:
- * their last error is owed to the program.
+ * With more entries than the copy holds, nothing is hidden or screened:
+ * the sockets in flight among them are never parked (custody.h), and the
+ * parked ones end, their last error owed to the program.
  */
 #include "clock.h"
 #include "park.h"
@@ -46,7 +46,7 @@ static int hide_parked(const struct call *c, struct pollfd *set)
 	int hidden = 0;
 	for (nfds_t i = 0; i < c->n; i++) {
 		set[i] = c->fds[i];
-		if (bs_park_is_parked(set[i].fd)) {
+		if (bs_park_is_parked(set[i].fd) && bs_park_holds(set[i].fd)) {
 			set[i].fd = ~set[i].fd;
 			hidden++;
 		}
@@ -59,7 +59,7 @@ static short screened(const struct pollfd *p, int *intr)
 {
 	if (p->fd < 0 || !(p->revents & (POLLERR | POLLHUP)))
 		return p->fd < 0 ? 0 : p->revents;
-	if (bs_fd_state(bs_fds(), p->fd) == BS_FD_FAILED)
+	if (bs_owed_holds(p->fd))
 		return p->revents | POLLERR; /* its error was read away: owed */
 	switch (bs_park_screen(p->fd)) {
 	case BS_SCREEN_EINTR:
@@ -116,13 +116,14 @@ static int deferred(struct call *c)
 	return bs_park_rounds(c, c->deadline, wait_round, screen_round);
 }
 
-/* Too many entries to copy: the parked ones end here (their error owed),
- * and the call goes through as it is. */
-static void give_up_parked(const struct call *c)
+/* Too many entries to copy: the sockets in flight among them are watched
+ * where the shim cannot screen them, so none is parked (the parked ones
+ * end here, their error owed), and the call goes through as it is. */
+static void unscreened(const struct call *c)
 {
 	for (nfds_t i = 0; i < c->n; i++)
-		if (bs_park_is_parked(c->fds[i].fd))
-			bs_park_end(c->fds[i].fd);
+		if (bs_fd_state_in_flight(bs_fd_state(bs_fds(), c->fds[i].fd)))
+			bs_park_unscreened(c->fds[i].fd);
 }
 
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
@@ -130,7 +131,7 @@ static __attribute__((noinline)) int poll_watched(struct pollfd *fds, nfds_t n, 
 {
 	struct call c = {fds, n, bs_timeout_deadline_ms(bs_now(), timeout), NULL, 0, NULL, NULL};
 	if (n > POLL_COPY) {
-		give_up_parked(&c);
+		unscreened(&c);
 		return bs_real_poll(fds, n, timeout);
 	}
 	return deferred(&c);
@@ -150,7 +151,7 @@ static __attribute__((noinline)) int ppoll_watched(struct pollfd *fds, nfds_t n,
 		return bs_real_ppoll(fds, n, ts, mask); /* EINVAL, as without the shim */
 	struct call c = {fds, n, bs_timeout_deadline_ts(bs_now(), ts), mask, 1, NULL, NULL};
 	if (n > POLL_COPY) {
-		give_up_parked(&c);
+		unscreened(&c);
 		return bs_real_ppoll(fds, n, ts, mask);
 	}
 	return deferred(&c);

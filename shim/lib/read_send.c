@@ -163,10 +163,14 @@ static int owed(int fd)
 
 /* A parked socket (defer mode) is still connecting to the program: its
  * retry is sent if due, and the call says "nothing yet", unless the
- * parking just ended (its error is then owed). */
-static int parked(int fd)
+ * parking just ended (its error is then owed), or the shim does not hold
+ * the socket (custody.h): then the call goes through. */
+static ssize_t parked(const struct op *o)
 {
-	if (bs_park_run_fd(fd, bs_now()) == BS_FD_FAILED && owed(fd))
+	unsigned st = bs_park_run_fd(o->fd, bs_now());
+	if (st == BS_FD_NONE)
+		return redo(o);
+	if (st == BS_FD_FAILED && owed(o->fd))
 		return -1;
 	errno = EAGAIN;
 	return -1;
@@ -182,7 +186,7 @@ static __attribute__((noinline)) ssize_t read_watched(const struct op *o)
 	if (st == BS_FD_FAILED)
 		return owed(o->fd) ? -1 : redo(o);
 	if (st == BS_FD_PARKED)
-		return parked(o->fd);
+		return parked(o);
 	ssize_t r = redo(o);
 	return read_done(o->fd, st, r);
 }
@@ -270,7 +274,7 @@ static __attribute__((noinline)) ssize_t send_watched(const struct op *o)
 	if (st == BS_FD_FAILED)
 		return owed(o->fd) ? -1 : redo(o);
 	if (st == BS_FD_PARKED)
-		return parked(o->fd);
+		return parked(o);
 	int saved = errno;
 	ssize_t r = redo(o);
 	if (r >= 0 && st == BS_FD_HEALTHY)

@@ -63,8 +63,8 @@ static int hide_parked(const struct call *c, struct sets *s)
 	int hidden = 0;
 	*s = c->asked;
 	for (int fd = 0; fd < c->n; fd++)
-		if (bs_park_is_parked(fd) &&
-		    (FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e))) {
+		if ((FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e)) &&
+		    bs_park_is_parked(fd) && bs_park_holds(fd)) {
 			clear_fd(s, fd);
 			hidden++;
 		}
@@ -164,13 +164,15 @@ static int bit(const fd_set *set, int fd)
 	return set && (w[(unsigned)fd / per] >> ((unsigned)fd % per) & 1);
 }
 
-/* More fds than the copies hold: nothing is hidden, and the parked sockets
- * of the sets end here (their last error owed), as poll.c does. */
-static __attribute__((noinline)) void end_parked_in_sets(int n, fd_set *r, fd_set *w, fd_set *e)
+/* More fds than the copies hold: the sets' sockets in flight are watched
+ * where the shim cannot screen them: never parked (the parked ones end
+ * here, their last error owed), as poll.c does. */
+static __attribute__((noinline)) void unscreened_in_sets(int n, fd_set *r, fd_set *w, fd_set *e)
 {
 	for (int fd = 0; fd < n; fd++)
-		if (bs_park_is_parked(fd) && (bit(r, fd) || bit(w, fd) || bit(e, fd)))
-			bs_park_end(fd);
+		if (bs_fd_state_in_flight(bs_fd_state(bs_fds(), fd)) &&
+		    (bit(r, fd) || bit(w, fd) || bit(e, fd)))
+			bs_park_unscreened(fd);
 }
 
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
@@ -201,8 +203,8 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
 	if (!mine(n) || !bs_timeout_tv_valid(tv)) { /* (EINVAL as it is) */
-		if (n > FD_SETSIZE && bs_fd_any_parked(bs_fds()))
-			end_parked_in_sets(n, r, w, e);
+		if (n > FD_SETSIZE && bs_fd_any_pending(bs_fds()))
+			unscreened_in_sets(n, r, w, e);
 		return bs_real_select(n, r, w, e, tv);
 	}
 	return select_watched(n, r, w, e, tv);
@@ -212,8 +214,8 @@ static int do_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct times
 		      const sigset_t *mask)
 {
 	if (!mine(n) || !bs_timeout_ts_valid(ts)) { /* (EINVAL as it is) */
-		if (n > FD_SETSIZE && bs_fd_any_parked(bs_fds()))
-			end_parked_in_sets(n, r, w, e);
+		if (n > FD_SETSIZE && bs_fd_any_pending(bs_fds()))
+			unscreened_in_sets(n, r, w, e);
 		return bs_real_pselect(n, r, w, e, ts, mask);
 	}
 	return pselect_watched(n, r, w, e, ts, mask);

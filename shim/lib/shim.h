@@ -152,9 +152,12 @@ void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, 
 struct bs_sock_ident;
 void bs_owe(int fd, const struct bs_sock_ident *id, int err);
 /* The error owed for fd, if fd still names the socket it was read from;
- * 0 if nothing is owed or the number now names something else (then the
- * stale slot is forgotten and the caller passes the call through). */
+ * 0 if nothing is owed, the number now names something else (then the
+ * stale slot is forgotten) or this is not the owner process (custody.h):
+ * the caller passes the call through. */
 int bs_owed_take(int fd);
+/* Is an error owed for fd, by this process, to the socket fd names now? */
+int bs_owed_holds(int fd);
 /* The first byte arrived, or the connection lived healthy_after. */
 void bs_outcome_healthy(uint64_t key);
 

@@ -12,7 +12,6 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <poll.h>
 #include <time.h>
 #include <signal.h>
@@ -217,7 +216,7 @@ static int wait_handshake(int fd, uint64_t deadline)
 static int same_ident(const struct bs_sock_ident *a, int fd)
 {
 	struct bs_sock_ident b;
-	return bs_sock_ident(fd, &b) && b.dev == a->dev && b.ino == a->ino;
+	return bs_sock_ident(fd, &b) && b.cookie == a->cookie;
 }
 
 /* The outcome of a handshake in flight on fd (socket `id`), by `deadline`. */
@@ -332,11 +331,11 @@ int bs_sock_peer_took_all(int fd)
 /* bs_sock_ident, leaving fstat's errno on failure. */
 static int ident(int fd, struct bs_sock_ident *id)
 {
-	struct stat st;
-	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+	uint64_t c = 0;
+	socklen_t l = sizeof c;
+	if (sys_getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &l) != 0 || l != sizeof c || !c)
 		return 0;
-	id->dev = (uint64_t)st.st_dev;
-	id->ino = (uint64_t)st.st_ino;
+	id->cookie = c;
 	return 1;
 }
 

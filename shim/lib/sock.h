@@ -95,11 +95,13 @@ void bs_sock_abort(int fd);
  * (AF_UNIX) cannot tell: its orderly close counts as an upload taken. */
 int bs_sock_peer_took_all(int fd);
 
-/* Which socket an fd names (fstat device and inode): 0 if it is not a
- * socket. Compared on rare paths only, never on every call: libc closes
- * and reopens fds past the wrappers (fclose, open, dup, socketpair...). */
+/* Which socket an fd names: its SO_COOKIE, a 64-bit number the kernel
+ * gives each socket once and never reuses while it runs (st_ino is a
+ * wrapping counter); 0 if fd is not a socket. Asked on rare paths only,
+ * never on every call: libc closes and reopens fds past the wrappers
+ * (fclose, open, dup, socketpair...). Checked on Linux 6.18. */
 struct bs_sock_ident {
-	uint64_t dev, ino;
+	uint64_t cookie;
 }; /* (errno-neutral) */
 int bs_sock_ident(int fd, struct bs_sock_ident *id);
 

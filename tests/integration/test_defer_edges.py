@@ -25,17 +25,18 @@ def _both(case, **extra):
     return plain, shimmed, err
 
 
-def test_a_forked_child_leaves_the_parents_parked_socket_alone():
+def test_a_socket_parked_at_fork_is_parked_by_neither_process():
     """The child shares the parked socket (close-on-exec, not yet exec'd):
-    its readiness calls must not reconnect it or put it back in the
-    parent's epoll set. The parent's socket stays a slow connect."""
+    it may wait on it or share the epoll set, so at fork() the parking
+    ends and the parent learns the refusal as without the shim; the child
+    makes no attempt of its own."""
     plain, shimmed, err = _both("fork")
     check("events=0x1c so_error=111" in plain, "without the shim: %r" % plain)
     m = re.match(r"parent=(\d+) events=(0x[0-9a-f]+) so_error=(\d+)", shimmed)
-    check(m and m.group(2) == "0x0" and m.group(3) == "0",
-          "the parent saw its parked socket fail while the child ran: %r" % shimmed)
+    check(m and m.group(2) == "0x1c" and m.group(3) == "111",
+          "the parent did not learn the refusal: %r (without the shim %r)" % (shimmed, plain))
     pids = set(re.findall(r"backoffshim\[(\d+)\]", err))
-    check(pids == {m.group(1)}, "attempts from the child: pids %r, parent %s" % (pids, m.group(1)))
+    check(pids <= {m.group(1)}, "attempts from the child: pids %r, parent %s" % (pids, m.group(1)))
 
 
 def test_two_registrations_with_the_same_data_are_reported_as_they_are():

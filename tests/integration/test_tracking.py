@@ -6,7 +6,7 @@ import sys
 import tempfile
 import time
 
-from lib import (Server, SynSniffer, check, check_gaps, finish, free_port, late_server_run,
+from lib import (base_env, Server, SynSniffer, check, check_gaps, finish, free_port, late_server_run,
                  run, shim_env, spawn, INITIAL, SLACK)
 
 DUP_FORK = r"""
@@ -34,8 +34,7 @@ print(os.read(fd, 64).decode().strip())
 def _tracked_through(how):
     """A socket shared by two numbers (dup2) is never parked (defer mode
     cannot hide its failure from the other number), so the dup2 case runs
-    in retry mode, where the readiness call itself waits and retries; a
-    close-on-exec socket after fork() is the child's own and is parked."""
+    in retry mode, where the readiness call itself waits and retries."""
     port = free_port()
     cmd = [sys.executable, "-c", DUP_FORK, str(port), how]
     env = shim_env(BACKOFFSHIM_NONBLOCKING="retry") if how == "dup2" else shim_env()
@@ -48,8 +47,16 @@ def test_dup2_then_close_keeps_tracking():
     _tracked_through("dup2")
 
 
-def test_fork_child_keeps_tracking():
-    _tracked_through("fork")
+def test_a_connect_in_flight_at_fork_is_left_to_the_kernel():
+    """A socket in flight at fork() is shared until the child execs (close-
+    on-exec is no protection before): neither process retries or hides it,
+    so the child learns the refusal at once, as without the shim."""
+    port = free_port()
+    cmd = [sys.executable, "-c", DUP_FORK, str(port), "fork"]
+    rc0, out0, _ = run(cmd, base_env())
+    rc1, out1, err1 = run(cmd, shim_env())
+    check(rc0 == 1 and out0 == "error 111\n", "without the shim: %d %r" % (rc0, out0))
+    check((rc1, out1) == (rc0, out0), "with the shim: %d %r (%r)" % (rc1, out1, err1[-300:]))
 
 
 def test_fastopen_counts_as_connect():

@@ -356,7 +356,7 @@ static void test_read_dest(void **state)
 	 * the reader gives up rather than wait or return a mix */
 	atomic_fetch_add(&t->slots[3].gen, 1);
 	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 0);
-	assert_int_equal(bs_fd_ident_matches(t, 3, 0, 0), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 3, 0), 0);
 	atomic_fetch_sub(&t->slots[3].gen, 1);
 	assert_int_equal(bs_fd_read_dest(t, 3, &k, &ss, &l), 1);
 }
@@ -412,7 +412,7 @@ static void test_fresh_track(void **state)
 	 * not for the fast track */
 	atomic_store(&t->slots[11].flags, BS_FDF_NO_PARK | BS_FDF_EP_REMOVED);
 	assert_false(track_fresh(t, 11, key, 5));
-	bs_fd_set_ident(t, 12, 1, 2);
+	bs_fd_set_ident(t, 12, 2);
 	assert_false(track_fresh(t, 12, key, 5));
 	bs_fd_ep_added(t, 25, 13, 1, 13);
 	assert_false(track_fresh(t, 13, key, 5));
@@ -462,7 +462,7 @@ static void test_drop_probation(void **state)
 	atomic_store(&t->slots[6].flags, BS_FDF_NO_PARK);
 	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 6), tab));
 	assert_true(track_fresh(t, 7, key, 1));
-	bs_fd_set_ident(t, 7, 1, 1);
+	bs_fd_set_ident(t, 7, 1);
 	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 7), tab));
 	/* its destination has an entry (a reset may be due) */
 	assert_true(track_fresh(t, 8, key, 1));
@@ -478,7 +478,7 @@ static void test_drop_probation(void **state)
 static void test_extra_flag(void **state)
 {
 	struct bs_fdtab *t = *state;
-	bs_fd_set_ident(t, 3, 1, 9);
+	bs_fd_set_ident(t, 3, 9);
 	bs_fd_ep_added(t, 10, 4, 1, 4);
 	bs_fd_copy(t, 3, 5);
 	bs_fd_track(t, 6, BS_FD_CONNECTING, 6, 1, 1, NULL, 0);
@@ -486,12 +486,12 @@ static void test_extra_flag(void **state)
 	bs_fd_track(t, 6, BS_FD_PARKED, 6, 1, 1, NULL, 0); /* a new track keeps it */
 	for (int fd = 3; fd <= 6; fd++) {
 		struct bs_fdslot *s = bs_fd_slot(t, fd);
-		if (atomic_load(&s->ident_ino) || atomic_load(&s->ep_set))
+		if (atomic_load(&s->cookie) || atomic_load(&s->ep_set))
 			assert_true(atomic_load(&s->flags) & BS_FDF_EXTRA);
 		assert_true(bs_fd_head_of(s) != 0);
 		bs_fd_renew(t, fd);
 		assert_int_equal(bs_fd_head_of(s), 0);
-		assert_int_equal(atomic_load(&s->ident_ino), 0);
+		assert_int_equal(atomic_load(&s->cookie), 0);
 		assert_int_equal(atomic_load(&s->ep_set), 0);
 	}
 	assert_int_equal(bs_fd_head(BS_FD_PROBATION, 0),
@@ -508,14 +508,14 @@ static void test_renew(void **state)
 	assert_int_equal(bs_fd_state(t, 3), BS_FD_NONE);
 	bs_fd_ep_added(t, 20, 4, 1, 4); /* registered, never connected */
 	atomic_store(&t->slots[5].flags, BS_FDF_NO_PARK);
-	bs_fd_set_ident(t, 6, 1, 1);
+	bs_fd_set_ident(t, 6, 1);
 	bs_fd_track(t, 7, BS_FD_CONNECTING, 7, 1, 1, NULL, 0);
 	for (int fd = 4; fd <= 7; fd++) {
 		bs_fd_renew(t, fd);
 		assert_int_equal(bs_fd_state(t, fd), BS_FD_NONE);
 		assert_int_equal(atomic_load(&t->slots[fd].flags), 0);
 		assert_int_equal(atomic_load(&t->slots[fd].ep_set), 0);
-		assert_int_equal(atomic_load(&t->slots[fd].ident_ino), 0);
+		assert_int_equal(atomic_load(&t->slots[fd].cookie), 0);
 	}
 	assert_false(bs_fd_any_pending(t));
 	bs_fd_renew(t, -1);
@@ -527,61 +527,61 @@ static void test_renew(void **state)
 static void test_ident(void **state)
 {
 	struct bs_fdtab *t = *state;
-	/* nothing recorded: never a match, not even (0, 0) */
-	assert_int_equal(bs_fd_ident_matches(t, 4, 0, 0), 0);
-	/* inode 0 (no socket has it) records none */
-	bs_fd_set_ident(t, 4, 0, 0);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 0, 0), 0);
-	/* the device is kept to its low 32 bits (sockfs's number fits) */
-	bs_fd_set_ident(t, 4, 0x100000008ull, 5);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 5), 1);
-	bs_fd_set_ident(t, 4, 8, 123456);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123456), 1);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123457), 0);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 9, 123456), 0);
-	assert_int_equal(bs_fd_ident_matches(t, 5, 8, 123456), 0); /* another fd */
+	/* nothing recorded: never a match, not even 0 */
+	assert_int_equal(bs_fd_ident_matches(t, 4, 0), 0);
+	/* cookie 0 (no socket has it) records none */
+	bs_fd_set_ident(t, 4, 0);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 0), 0);
+	/* all 64 bits count */
+	bs_fd_set_ident(t, 4, 0x100000005ull);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 0x100000005ull), 1);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 5), 0);
+	bs_fd_set_ident(t, 4, 123456);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 123456), 1);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 123457), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 5, 123456), 0); /* another fd */
 	assert_int_equal(high(t), 5);
 
 	/* track clears it */
 	bs_fd_track(t, 4, BS_FD_CONNECTING, 0x44, 1, 1, NULL, 0);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 123456), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 123456), 0);
 	/* recorded on a tracked fd, kept by set and fail, cleared by clear */
-	bs_fd_set_ident(t, 4, 8, 77);
+	bs_fd_set_ident(t, 4, 77);
 	bs_fd_set(t, 4, BS_FD_PROBATION, 5);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 77), 1);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 77), 1);
 	expect_slot(t, 4, BS_FD_PROBATION, 0x44, 5, 1, NULL, 0);
 
 	/* copy carries it (with the rest); onto a slot with its own identity too */
 	struct sockaddr_in a = v4(80);
 	bs_fd_track(t, 6, BS_FD_CONNECTING, 0x66, 1, 1, (struct sockaddr *)&a, sizeof a);
-	bs_fd_set_ident(t, 6, 8, 66);
-	bs_fd_set_ident(t, 9, 8, 99);
+	bs_fd_set_ident(t, 6, 66);
+	bs_fd_set_ident(t, 9, 99);
 	bs_fd_copy(t, 6, 9);
-	assert_int_equal(bs_fd_ident_matches(t, 9, 8, 66), 1);
-	assert_int_equal(bs_fd_ident_matches(t, 9, 8, 99), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 9, 66), 1);
+	assert_int_equal(bs_fd_ident_matches(t, 9, 99), 0);
 	expect_slot(t, 9, BS_FD_CONNECTING, 0x66, 1, 1, &a, sizeof a);
 	/* copy from an untracked fd clears `to`, identity included */
 	bs_fd_copy(t, 100, 9);
 	assert_int_equal(bs_fd_state(t, 9), BS_FD_NONE);
-	assert_int_equal(bs_fd_ident_matches(t, 9, 8, 66), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 9, 66), 0);
 
 	bs_fd_clear(t, 4);
-	assert_int_equal(bs_fd_ident_matches(t, 4, 8, 77), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 4, 77), 0);
 	/* an identity on an untracked fd is cleared too, by clear and by
 	 * close_range */
-	bs_fd_set_ident(t, 20, 1, 2);
+	bs_fd_set_ident(t, 20, 2);
 	bs_fd_clear(t, 20);
-	assert_int_equal(bs_fd_ident_matches(t, 20, 1, 2), 0);
-	bs_fd_set_ident(t, 21, 1, 2);
+	assert_int_equal(bs_fd_ident_matches(t, 20, 2), 0);
+	bs_fd_set_ident(t, 21, 2);
 	bs_fd_clear_range(t, 0, ~0u);
-	assert_int_equal(bs_fd_ident_matches(t, 21, 1, 2), 0);
-	assert_int_equal(bs_fd_ident_matches(t, 6, 8, 66), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 21, 2), 0);
+	assert_int_equal(bs_fd_ident_matches(t, 6, 66), 0);
 
 	/* out of range: harmless */
-	bs_fd_set_ident(t, -1, 1, 2);
-	bs_fd_set_ident(t, (int)CAP, 1, 2);
-	assert_int_equal(bs_fd_ident_matches(t, -1, 1, 2), 0);
-	assert_int_equal(bs_fd_ident_matches(t, (int)CAP, 1, 2), 0);
+	bs_fd_set_ident(t, -1, 2);
+	bs_fd_set_ident(t, (int)CAP, 2);
+	assert_int_equal(bs_fd_ident_matches(t, -1, 2), 0);
+	assert_int_equal(bs_fd_ident_matches(t, (int)CAP, 2), 0);
 	for (int fd = 0; fd < (int)CAP; fd++)
 		assert_int_equal(atomic_load(&t->slots[fd].gen) & BS_FD_GEN_WRITERS, 0);
 }
