@@ -73,12 +73,16 @@ $(CLI): $(CLI_OBJ) $(COMMON_OBJ) | deps
 	$(CC) $(CFLAGS) -Wl,-z,relro -Wl,-z,now -o $@ $(CLI_OBJ) $(COMMON_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a))
 
-# Unit tests read config files through the command's libc reader.
-UNIT_EXTRA := shim/cli/readfile.c shim/cli/readfile.h
+# Unit tests read config files through the command's libc reader; the
+# command's own modules a test needs are compiled into that test alone
+# (elfinfo is the command's, and stays out of the library).
+UNIT_EXTRA := shim/cli/readfile.c shim/cli/readfile.h shim/cli/elfinfo.c shim/cli/elfinfo.h
+UNIT_CLI_SRC = shim/cli/readfile.c
+$(BUILD)/tests/test_elfinfo $(BUILD)/asan/tests/test_elfinfo: UNIT_CLI_SRC += shim/cli/elfinfo.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(COMMON_OBJ) $(UNIT_EXTRA) | test-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -Ishim/cli -o $@ $< shim/cli/readfile.c $(COMMON_OBJ) \
+	$(CC) $(CFLAGS) -Itests/unit -Ishim/cli -o $@ $< $(UNIT_CLI_SRC) $(COMMON_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a)) -lcmocka -lpthread
 
 $(BUILD)/progs/%: tests/progs/%.c
@@ -245,7 +249,7 @@ $(FUZZ_DIR)/obj/%.o: %.c $(SAN_HDRS) | fuzz-deps
 $(ASAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_COMMON_OBJ) $(UNIT_EXTRA) \
 		| san-deps test-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -Ishim/cli -o $@ $< shim/cli/readfile.c \
+	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -Ishim/cli -o $@ $< $(UNIT_CLI_SRC) \
 	    $(ASAN_COMMON_OBJ) \
 	    $(SAN_INIH) -lcmocka -lpthread
 
@@ -253,7 +257,7 @@ $(TSAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(TSAN_COMMON_OBJ
 		tests/fuzz/cmocka_skip.c $(UNIT_EXTRA) | san-deps test-deps
 	@mkdir -p $(dir $@)
 	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -Itests/unit -Ishim/cli -o $@ $< tests/fuzz/cmocka_skip.c \
-	    shim/cli/readfile.c \
+	    $(UNIT_CLI_SRC) \
 	    $(TSAN_COMMON_OBJ) \
 	    $(SAN_INIH) -lcmocka -lpthread
 

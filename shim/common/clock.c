@@ -10,18 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-_Atomic int bs_clock_by_syscall_g;
-
-void bs_clock_by_syscall(void)
-{
-	atomic_store(&bs_clock_by_syscall_g, 1);
-}
-
-void bs_clock_read_by_syscall(clockid_t id, struct timespec *ts)
-{
-	syscall(SYS_clock_gettime, id, ts);
-}
-
 /* FUTEX_PRIVATE_FLAG until a shared table is mapped */
 static _Atomic int futex_private = FUTEX_PRIVATE_FLAG;
 

@@ -9,32 +9,16 @@
 #ifndef BS_CLOCK_H
 #define BS_CLOCK_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
 #define BS_NEVER UINT64_MAX
 
-/* Set once a thread of the process has forbidden itself the CPU's counter
- * (prctl PR_SET_TSC): clock_gettime's vDSO reads that counter, so from
- * then on every clock is read by system call. */
-extern _Atomic int bs_clock_by_syscall_g __attribute__((visibility("hidden")));
-void bs_clock_by_syscall(void);
-void bs_clock_read_by_syscall(clockid_t id, struct timespec *ts);
-
-static inline void bs_clock_read(clockid_t id, struct timespec *ts)
-{
-	if (__builtin_expect(atomic_load_explicit(&bs_clock_by_syscall_g, memory_order_relaxed), 0))
-		bs_clock_read_by_syscall(id, ts);
-	else
-		clock_gettime(id, ts);
-}
-
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t bs_now(void)
 {
 	struct timespec ts;
-	bs_clock_read(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 

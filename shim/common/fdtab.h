@@ -66,9 +66,11 @@ static inline int bs_fd_state_is_pending(unsigned st)
 			      * (shared by dup, in two epoll sets, O_ASYNC) */
 #define BS_FDF_EP_REMOVED 2u /* parked: the shim took it out of its epoll set
 			      * and puts it back when it reconnects */
-#define BS_FDF_PROBING 4u    /* its attempt is the destination's probe */
 #define BS_FDF_BUSY 8u       /* parked: one thread is giving it its next
 			      * step (a reconnect or its end) */
+#define BS_FDF_WINDOW_PROBE 32u /* pace: its attempt is the probe sent inside
+				 * its destination's backoff window: a failure
+				 * folds into the current step */
 #define BS_FDF_EXTRA 16u     /* an identity or an epoll registration may be
 			      * recorded: set before either is, cleared only
 			      * with both (bs_fd_renew_slot), so that the

@@ -264,7 +264,7 @@ static void out_u64(struct out *o, uint64_t v, int width)
 static void out_time(struct out *o)
 {
 	struct timespec ts;
-	bs_clock_read(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);
 	int64_t secs = ts.tv_sec, days = secs / 86400, rem = secs % 86400;
 	if (rem < 0)
 		rem += 86400, days--;

@@ -281,14 +281,17 @@ void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t
 uint64_t bs_policy_longest_wait(const struct bs_policy *p)
 {
 	uint64_t longest = p->max_backoff > BS_RETRY_FLOOR ? p->max_backoff : BS_RETRY_FLOOR;
-	for (uint32_t i = 0; i < p->ndelays && i < BS_DELAYS_MAX; i++)
-		if (p->delays[i] > longest)
-			longest = p->delays[i];
-	for (uint32_t i = 0; !p->ndelays && i < BS_ARRAY_SIZE(bs_default_delays); i++)
-		if (bs_default_delays[i] > longest)
-			longest = bs_default_delays[i];
+	double jitter = p->jitter > p->randomization_factor ? p->jitter : p->randomization_factor;
+	if (p->kind == BS_POLICY_LIST) { /* its own waits, jittered x[0.5, 1.5] */
+		const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
+		uint32_t n = p->ndelays ? p->ndelays : BS_ARRAY_SIZE(bs_default_delays);
+		for (uint32_t i = 0; i < n && i < BS_DELAYS_MAX; i++)
+			if (l[i] > longest)
+				longest = l[i];
+		if (jitter < 0.5)
+			jitter = 0.5;
+	}
 	if (p->kind == BS_POLICY_RESPONSIVE && p->max_randomization > longest)
 		longest = p->max_randomization;
-	double jitter = p->jitter > p->randomization_factor ? p->jitter : p->randomization_factor;
 	return (uint64_t)((double)longest * (1.0 + jitter)) + BS_NS_PER_MS;
 }

@@ -21,11 +21,6 @@ static inline uint64_t bs_min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-static inline uint64_t bs_max_u64(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
-}
-
 /* The directory of path into dir (cap bytes, at least 2): "." for a bare
  * name, "/" for a file in the root; cut to fit. No system call. */
 static inline void bs_path_dir(const char *path, char *dir, size_t cap)

@@ -31,8 +31,8 @@ static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *
 }
 
 /* A connect the shim leaves alone (debug says so: "is it working?"). */
-static __attribute__((noinline)) int say_passed(int fd, const struct sockaddr *addr,
-						socklen_t len, const char *why)
+static __attribute__((noinline)) int pass_and_say(int fd, const struct sockaddr *addr,
+						  socklen_t len, const char *why)
 {
 	int r = bs_real_connect(fd, addr, len), saved = errno;
 	char name[128] = "?";
@@ -55,7 +55,7 @@ static __attribute__((noinline)) int say_passed(int fd, const struct sockaddr *a
 static int pass(int fd, const struct sockaddr *addr, socklen_t len, const char *why)
 {
 	if (bs_log_enabled(BS_LOG_DEBUG))
-		return say_passed(fd, addr, len, why);
+		return pass_and_say(fd, addr, len, why);
 	return bs_real_connect(fd, addr, len);
 }
 
@@ -107,7 +107,7 @@ static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *a
  * its rare paths. The destination and the start are in the slot too, but
  * while the connect blocks, another thread may close the number and
  * connect a new socket on it: what this call learns is read from here. */
-struct fresh {
+struct fresh_call {
 	const struct sockaddr *addr;
 	uint64_t key, t0;
 	socklen_t len;
@@ -121,7 +121,7 @@ static int fd_of(struct bs_fdslot *s)
 
 /* The program's connect failed: the engine takes it from there, exactly
  * as do_connect would have. */
-static __attribute__((noinline, cold)) int fresh_failed(const struct fresh *f,
+static __attribute__((noinline, cold)) int fresh_failed(const struct fresh_call *f,
 							 struct bs_fdslot *s)
 {
 	return bs_engine_first_failed(bs_fresh_cfg_g, fd_of(s), f->addr, f->len, f->key, f->t0,
@@ -131,12 +131,12 @@ static __attribute__((noinline, cold)) int fresh_failed(const struct fresh *f,
 /* It connected while the table may hold its destination: if it does (it
  * failed elsewhere meanwhile), the full publication; else the slot is
  * published as on the fast path. */
-static __attribute__((noinline)) int fresh_with_table(const struct fresh *f,
+static __attribute__((noinline)) int fresh_with_table(const struct fresh_call *f,
 							struct bs_fdslot *s)
 {
 	if (bs_table_lookup(bs_tab(), f->key)) {
 		struct bs_dest d = {f->key, f->addr, f->len};
-		bs_outcome_connected(bs_fresh_cfg_g, &d, fd_of(s), bs_stamp_to_ns(f->t0));
+		bs_outcome_connected(bs_fresh_cfg_g, &d, fd_of(s), f->t0);
 	} else {
 		bs_fd_publish_fresh(s);
 	}
@@ -150,36 +150,19 @@ static __attribute__((noinline)) int fresh_with_table(const struct fresh *f,
  * the program's connect and published after it if it connected; a failure
  * goes on into the engine, which tracks the socket afresh. Across the
  * program's connect only the slot is held in a register; the rest is in f,
- * for the rare paths. t0 is the attempt's start, a stamp (shim.h). */
-static inline __attribute__((always_inline)) int fresh(int fd, const struct sockaddr *addr,
-							socklen_t len, struct bs_fdslot *s,
-							uint64_t key, uint64_t t0)
+ * for the rare paths. The attempt's start is a clock read. */
+static __attribute__((noinline)) int fresh_connect(int fd, const struct sockaddr *addr,
+						     socklen_t len, struct bs_fdslot *s,
+						     uint64_t key)
 {
-	struct fresh f = {addr, key, t0, len, *bs_errno()};
-	bs_fd_prepare_fresh(s, key, t0);
+	struct fresh_call f = {addr, key, bs_now(), len, *bs_errno()};
+	bs_fd_prepare_fresh(s, key, f.t0);
 	if (__builtin_expect(bs_real_connect(fd, addr, len) != 0, 0))
 		return fresh_failed(&f, s);
 	if (__builtin_expect(bs_table_may_hold(bs_tab(), f.key), 0))
 		return fresh_with_table(&f, s);
 	bs_fd_publish_fresh(s);
 	return 0;
-}
-
-/* Where the kernel's clock runs on the CPU's counter, the stamp is a read
- * of that counter: no call, so the program's arguments stay where they
- * are. Elsewhere the clock is read. */
-static __attribute__((noinline)) int fresh_counted(int fd, const struct sockaddr *addr,
-						     socklen_t len, struct bs_fdslot *s,
-						     uint64_t key)
-{
-	return fresh(fd, addr, len, s, key, bs_stamp_counter() | BS_STAMP_TICKS);
-}
-
-static __attribute__((noinline)) int fresh_clocked(int fd, const struct sockaddr *addr,
-						     socklen_t len, struct bs_fdslot *s,
-						     uint64_t key)
-{
-	return fresh(fd, addr, len, s, key, bs_now());
 }
 
 /* Only checks and tail calls, so that no frame is set up here. */
@@ -191,7 +174,5 @@ BS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	    !bs_fd_fresh_ready(s = bs_fd_slot_at(bs_fds(), fd)) ||
 	    !(key = bs_addr_v4_key(addr, len)) || bs_table_may_hold(bs_tab(), key))
 		return do_connect(fd, addr, len);
-	if (atomic_load_explicit(&bs_stamp_counting_g, memory_order_relaxed))
-		return fresh_counted(fd, addr, len, s, key);
-	return fresh_clocked(fd, addr, len, s, key);
+	return fresh_connect(fd, addr, len, s, key);
 }

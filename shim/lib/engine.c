@@ -66,16 +66,16 @@ static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
 
 /* The call ends for the reason recorded in its budget: the common
  * give-up line (outcome.c), errno the last attempt's error. */
-static int give_up(const struct call *c)
+static int end_call(const struct call *c)
 {
 	struct bs_dest d = dest_of(c);
 	return bs_outcome_give_up(&d, &c->b, c->last_err);
 }
 
-static int give_up_for(struct call *c, enum bs_stop why)
+static int end_call_for(struct call *c, enum bs_stop why)
 {
 	bs_budget_stop(&c->b, why);
-	return give_up(c);
+	return end_call(c);
 }
 
 /* A failure of this call's attempt; when it ends the call's budget, the
@@ -135,7 +135,7 @@ static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 {
 	if (wait_on(c, seen_state, until) == EINTR)
-		return give_up_for(c, BS_STOP_SIGNAL);
+		return end_call_for(c, BS_STOP_SIGNAL);
 	return AGAIN;
 }
 
@@ -340,7 +340,7 @@ static int backoff_step(struct call *c, uint64_t s, uint64_t now)
 	note_reset(c);
 	if (now < next) {
 		if (bs_budget_check_next(&c->b, next) != BS_STOP_NONE)
-			return give_up(c);
+			return end_call(c);
 		return wait_step(c, s, next);
 	}
 	uint64_t p = atomic_load(&c->e->probe);
@@ -353,12 +353,12 @@ static int retry_loop(struct call *c)
 {
 	for (;;) {
 		if (!hold_entry(c)) /* table full of live entries: go untracked */
-			return give_up_for(c, BS_STOP_TABLE_FULL);
+			return end_call_for(c, BS_STOP_TABLE_FULL);
 		uint64_t s = atomic_load(&c->e->state);
 		int new_failures = count_new_failures(c, s);
 		uint64_t now = bs_now();
 		if (bs_budget_check(&c->b, now) != BS_STOP_NONE)
-			return give_up(c);
+			return end_call(c);
 		int r;
 		if (bs_state_may_attempt(s)) {
 			r = plain_attempt(c, s, now);
@@ -375,7 +375,7 @@ static int retry_loop(struct call *c)
 /* debug: a connect the shim let through (it worked at once, it is a
  * non-blocking one in progress whose outcome the shim watches, or it
  * failed with an error the shim does not retry: err, then) */
-static __attribute__((noinline)) void say_passed(const struct call *c, const char *what, int err)
+static __attribute__((noinline)) void log_passed(const struct call *c, const char *what, int err)
 {
 	int saved = errno;
 	char name[128] = "?";
@@ -401,12 +401,12 @@ static __attribute__((noinline)) void say_passed(const struct call *c, const cha
 static int first_failed(struct call *c, uint64_t t0, int err)
 {
 	if (err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
-		say_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)", 0);
+		log_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)", 0);
 	if (err == EINPROGRESS)
 		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, t0);
 	if (!bs_config_retries(c->cfg, err)) {
 		if (bs_log_enabled(BS_LOG_DEBUG))
-			say_passed(c, ": passed through (an error the shim does not retry: ", err);
+			log_passed(c, ": passed through (an error the shim does not retry: ", err);
 		return errno = err, -1;
 	}
 	if (bs_sock_is_blocking_stream(c->fd))
@@ -426,7 +426,7 @@ static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
 	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
 		connected(c, *t0);
 		if (bs_log_enabled(BS_LOG_DEBUG))
-			say_passed(c, ": passed through (connected at once)", 0);
+			log_passed(c, ": passed through (connected at once)", 0);
 		errno = saved;
 		return 0;
 	}
@@ -519,7 +519,6 @@ int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct soc
 			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved)
 {
 	/* as the caller saw it before its attempt: no entry, never failed */
-	t0 = bs_stamp_to_ns(t0);
 	struct call c;
 	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key, c.e = NULL;
 	int r = first_failed(&c, t0, err);

@@ -268,8 +268,7 @@ static void log_loaded(void)
 	bs_line_str(&l, "; table ");
 	bs_line_str(&l, bs_shared_on() ? "shared (" : "private (");
 	bs_line_str(&l, g_cfg.shared);
-	bs_line_str(&l, "); attempts timed by ");
-	bs_line_str(&l, atomic_load(&bs_stamp_counting_g) ? "the CPU's counter" : "the clock");
+	bs_line_str(&l, ")");
 	bs_line_emit(&l, BS_LOG_DEBUG);
 }
 
@@ -333,8 +332,6 @@ static void init(void)
 		bs_tab_g = bs_shared_map(&g_cfg, &g_table);
 	bs_role_detect_inherited();
 	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
-	if (!g_cfg.disable)
-		bs_stamp_setup();
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
 	bs_errno_off_g = (char *)&errno - (char *)__builtin_thread_pointer();

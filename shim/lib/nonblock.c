@@ -89,23 +89,29 @@ static int pace_probe_due(const struct bs_config *cfg, struct bs_entry *e, uint6
 }
 
 /* A connect inside the destination's backoff window, by mode. Returns 1
- * with the result in *r if the call is settled here, 0 to send the attempt. */
+ * with the result in *r if the call is settled here, 0 to send the attempt
+ * (*probe set if it is pace's probe inside the window). */
 static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
-		     socklen_t len, uint64_t key, uint64_t now, int *r)
+		     socklen_t len, uint64_t key, uint64_t now, int *r, int *probe)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
 	uint64_t s = e ? atomic_load(&e->state) : 0;
-	if (bs_state_may_attempt(s) || now >= bs_state_next_at(s))
-		return 0; /* due: this attempt may go out */
+	if (bs_state_may_attempt(s))
+		return 0; /* healthy, or on probation: it goes */
+	int due = now >= bs_state_next_at(s);
 	switch (bs_nb_mode(cfg)) {
 	case BS_NB_PACE:
 		/* no packet sent, but a destination that comes back is found
-		 * within initial_backoff: one real attempt per that interval */
+		 * within initial_backoff: one real attempt per that interval,
+		 * the schedule's own (due: its failure is the next step) or a
+		 * probe inside the window (its failure folds into the step) */
 		if (pace_probe_due(cfg, e, now))
-			return 0;
+			return *probe = !due, 0;
 		errno = bs_nb_last_err(key);
 		return *r = -1, 1;
 	default: /* defer, retry: a non-blocking connect() never waits */
+		if (due)
+			return 0;
 		*r = bs_outcome_started(cfg, fd, addr, len, key, now);
 		if (!bs_park_waiting(cfg, fd, bs_nb_last_err(key)))
 			return bs_outcome_forget(fd), 0;
@@ -116,11 +122,11 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		  socklen_t len, uint64_t key)
 {
-	int saved = errno, r;
+	int saved = errno, r, probe = 0;
 	uint64_t now = bs_now();
 	if (bs_nb_mode(cfg) != BS_NB_OFF &&
 	    !bs_res_has_alternative(bs_res(), key, now, BS_RES_FALLBACK) &&
-	    in_window(cfg, fd, addr, len, key, now, &r))
+	    in_window(cfg, fd, addr, len, key, now, &r, &probe))
 		return r;
 	now = bs_now();
 	errno = saved;
@@ -130,18 +136,23 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 		struct bs_dest d = {key, addr, len};
 		if (r == 0)
 			bs_outcome_connected(cfg, &d, fd, now);
+		else if (probe && bs_config_retries(cfg, err))
+			bs_outcome_probe_failed(&d, err);
 		else if (bs_config_retries(cfg, err))
 			bs_outcome_failed_later(cfg, &d, now, err, 0);
 		errno = err;
 		return r;
 	}
-	return bs_outcome_started(cfg, fd, addr, len, key, now);
+	r = bs_outcome_started(cfg, fd, addr, len, key, now);
+	if (probe)
+		atomic_fetch_or(&bs_fd_slot(bs_fds(), fd)->flags, BS_FDF_WINDOW_PROBE);
+	return r;
 }
 
 /* Reconnect fd and wait for the handshake, at most until `end`. Returns 0
  * or the error. The first connect() after an error was read may report
  * ECONNABORTED (see sock.h); the next one starts afresh. */
-static int reconnect(int fd, const struct sockaddr *addr, socklen_t len, uint64_t end)
+static int reconnect_and_wait(int fd, const struct sockaddr *addr, socklen_t len, uint64_t end)
 {
 	int r = bs_real_connect(fd, addr, len);
 	if (r < 0 && errno == ECONNABORTED)
@@ -190,7 +201,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	}
 	uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
 	uint64_t end = bs_budget_end(b);
-	*err = reconnect(fd, d->addr, d->len, lim < end ? lim : end);
+	*err = reconnect_and_wait(fd, d->addr, d->len, lim < end ? lim : end);
 	if (*err == EINTR) {
 		bs_fd_set(bs_fds(), fd, BS_FD_CONNECTING, a0); /* in flight, as the kernel has it */
 		return bs_budget_stop(b, BS_STOP_SIGNAL), 0;
@@ -245,14 +256,41 @@ static void give_up_policy(int fd, const struct bs_dest *d, uint64_t start, int 
 	errno = saved;
 }
 
+/* What the program sees of an outcome that is not a retryable failure:
+ * published, then the probe let go. */
+static int settled(const struct bs_config *cfg, int fd, const struct bs_dest *d, uint64_t t0,
+		   int err, uint64_t probe)
+{
+	if (cfg->policy.kind == BS_POLICY_RESPONSIVE) {
+		struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+		if (e && d->addr && (err == 0 || bs_config_retries(cfg, err)))
+			bs_responsive_outcome(cfg, e, d->addr, d->len, err);
+		if (err == 0)
+			bs_outcome_paced_connected(fd, t0);
+		else
+			bs_outcome_forget(fd);
+	} else if (err == 0) {
+		bs_outcome_connected(cfg, d, fd, t0);
+	} else {
+		bs_outcome_forget(fd);
+	}
+	bs_park_let_probe_go(d->key, probe);
+	return err;
+}
+
 /* A retryable failure of fd's attempt (started at t0), published. Returns
  * what the program sees: the error, or BS_NB_PARKED_NOW. */
 static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64_t t0,
-		  uint64_t start, int err, int may_wait)
+		  uint64_t start, int err, int may_wait, uint64_t probe)
 {
+	if (atomic_load(&bs_fd_slot(bs_fds(), fd)->flags) & BS_FDF_WINDOW_PROBE) {
+		bs_outcome_probe_failed(d, err); /* the window's step already counts it */
+		return settled(cfg, fd, d, t0, err, probe);
+	}
 	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
 	int policy_done = bs_outcome_failed_within(cfg, d, t0, err,
 						   fallback ? 0 : bs_park_budget_end(cfg, fd));
+	bs_park_let_probe_go(d->key, probe);
 	if (policy_done && !fallback && d->addr)
 		give_up_policy(fd, d, start, err);
 	if (policy_done || fallback || !d->addr) {
@@ -278,30 +316,16 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 	struct bs_fdslot *sl = bs_fd_slot(bs_fds(), fd);
 	if (!sl || atomic_load(&sl->state) != BS_FD_CONNECTING)
 		return err;
-	bs_park_outcome_learned(fd);
+	/* the probe is let go only once the outcome is published: no other
+	 * attempt may go out on the state from before it */
+	uint64_t probe = bs_park_take_probe(fd);
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
-	uint64_t t0 = bs_stamp_to_ns(atomic_load(&sl->since)),
+	uint64_t t0 = atomic_load(&sl->since),
 		 start = atomic_load(&sl->call_start);
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
-	if (cfg->policy.kind == BS_POLICY_RESPONSIVE) {
-		struct bs_entry *e = bs_table_find(bs_tab(), d.key);
-		if (e && d.addr && (err == 0 || bs_config_retries(cfg, err)))
-			bs_responsive_outcome(cfg, e, d.addr, d.len, err);
-		if (err == 0)
-			bs_outcome_paced_connected(fd, t0);
-		else
-			bs_outcome_forget(fd);
-		return err;
-	}
-	if (err == 0) {
-		bs_outcome_connected(cfg, &d, fd, t0);
-		return 0;
-	}
-	if (!bs_config_retries(cfg, err)) {
-		bs_outcome_forget(fd);
-		return err;
-	}
-	return failed(cfg, fd, &d, t0, start, err, may_wait);
+	if (cfg->policy.kind == BS_POLICY_RESPONSIVE || err == 0 || !bs_config_retries(cfg, err))
+		return settled(cfg, fd, &d, t0, err, probe);
+	return failed(cfg, fd, &d, t0, start, err, may_wait, probe);
 }

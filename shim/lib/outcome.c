@@ -152,6 +152,17 @@ int bs_outcome_failed_within(const struct bs_config *cfg, const struct bs_dest *
 	return failed_from(cfg, d, t0, t0, err, announce_before);
 }
 
+void bs_outcome_probe_failed(const struct bs_dest *d, int err)
+{
+	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+	if (!e)
+		return;
+	atomic_fetch_add(&e->n_attempts, 1);
+	atomic_fetch_add(&e->n_failures, 1);
+	atomic_store(&e->last_err, (uint32_t)err);
+	atomic_store(&e->last_used, bs_now());
+}
+
 int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 			 uint64_t t0, int err, int quiet)
 {
@@ -330,6 +341,21 @@ void bs_outcome_sent(const struct bs_config *cfg, int fd)
 	bs_outcome_lived(cfg_of_fd(cfg, fd), fd, atomic_load(&bs_fd_slot(bs_fds(), fd)->key));
 }
 
+/* A connect the program saw succeed without a look the shim screens
+ * (EPOLLOUT alone, as a connect-only health check learns it) is closed:
+ * a success all the same, if fd is connected to the slot's destination. */
+static void connected_unseen(int fd, struct bs_fdslot *s)
+{
+	const struct bs_config *cfg = bs_active();
+	uint64_t key = atomic_load(&s->key);
+	if (!cfg || !in_backoff(key) || !bs_sock_has_peer(fd) || !bs_sock_peer_is(fd, key))
+		return;
+	struct sockaddr_storage ss;
+	struct bs_dest d = bs_fd_dest(fd, &ss);
+	if (d.addr && bs_cfg_for(cfg, d.addr, d.len)->policy.kind != BS_POLICY_RESPONSIVE)
+		bs_outcome_connected(cfg, &d, -1, bs_fd_since_ns(fd));
+}
+
 void bs_outcome_closed(int fd)
 {
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
@@ -341,6 +367,8 @@ void bs_outcome_closed(int fd)
 		bs_fd_ep_forget_set(bs_fds(), fd); /* its registrations are gone */
 		break;
 	case BS_FD_CONNECTING:
+		connected_unseen(fd, s);
+		/* fall through */
 	case BS_FD_PARKED:
 		bs_park_outcome_learned(fd); /* a probe closed: others may go */
 		break;

@@ -44,6 +44,24 @@ static void budget_of(const struct bs_config *cfg, struct bs_fdslot *s, uint32_t
 	bs_budget_count(b, steps);
 }
 
+/* When the destination is next due for this parked socket: when the table
+ * says, but never later than the longest wait of the schedule after the
+ * socket last learned something: its own park, or the table's last
+ * outcome (clamped to now: the table is advice, not proof). So a table
+ * whose prober died lets the socket go on its own, and a table that goes
+ * on publishing a step at a time keeps a herd of parked sockets to its
+ * schedule instead of releasing all those parked at once together. */
+static uint64_t due_of(const struct bs_config *cfg, struct bs_fdslot *s, uint64_t state,
+		       uint64_t now)
+{
+	uint64_t since = atomic_load(&s->since);
+	struct bs_entry *e = bs_table_find(bs_tab(), atomic_load(&s->key));
+	uint64_t outcome = e ? atomic_load(&e->outcome_at) : 0;
+	if (outcome > now)
+		outcome = now;
+	return bs_shared_due(cfg, state, outcome > since ? outcome : since);
+}
+
 /* Would the budget end before the destination is next due? */
 static int budget_ends(const struct bs_config *cfg, struct bs_fdslot *s, uint64_t state,
 		       int own, uint64_t now, struct bs_budget *b)
@@ -52,7 +70,7 @@ static int budget_ends(const struct bs_config *cfg, struct bs_fdslot *s, uint64_
 	if (bs_budget_check(b, now) != BS_STOP_NONE)
 		return 1;
 	return !bs_state_may_attempt(state) &&
-	       bs_budget_check_next(b, bs_shared_due(cfg, state, bs_stamp_to_ns(atomic_load(&s->since)))) !=
+	       bs_budget_check_next(b, due_of(cfg, s, state, now)) !=
 		       BS_STOP_NONE;
 }
 
@@ -115,22 +133,27 @@ static void owe(int fd, int err)
 		bs_outcome_forget(fd);
 }
 
-static void release_probe(struct bs_fdslot *s, uint64_t key)
+uint64_t bs_park_take_probe(int fd)
 {
-	uint64_t p = atomic_exchange(&s->probe, 0);
+	struct bs_fdslot *s = slot(fd);
+	return s && atomic_load(&s->probe) ? atomic_exchange(&s->probe, 0) : 0;
+}
+
+void bs_park_let_probe_go(uint64_t key, uint64_t probe)
+{
 	struct bs_entry *e;
-	if (p && (e = bs_table_find(bs_tab(), key)) != NULL)
-		bs_probe_release(e, p);
+	if (probe && (e = bs_table_find(bs_tab(), key)) != NULL)
+		bs_probe_release(e, probe);
 }
 
 void bs_park_outcome_learned(int fd)
 {
 	struct bs_fdslot *s = slot(fd);
 	if (s && atomic_load(&s->probe))
-		release_probe(s, atomic_load(&s->key));
+		bs_park_let_probe_go(atomic_load(&s->key), bs_park_take_probe(fd));
 }
 
-static int give_up(const struct bs_config *cfg, int fd, const struct bs_budget *b, int err)
+static int log_give_up(const struct bs_config *cfg, int fd, const struct bs_budget *b, int err)
 {
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
@@ -162,7 +185,7 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 		return 0; /* untracked destination (table full) */
 	struct bs_budget b;
 	if (budget_ends(cfg, s, atomic_load(&e->state), 1, now, &b))
-		return give_up(cfg, fd, &b, err);
+		return log_give_up(cfg, fd, &b, err);
 	if (!bs_custody_take(fd) || !leave_epoll_set(fd, s))
 		return 0;
 	int saved = errno;
@@ -197,7 +220,7 @@ static int may_go(const struct bs_config *cfg, struct bs_entry *e, struct bs_fds
 {
 	if (bs_state_may_attempt(state))
 		return 1;
-	if (now < bs_shared_due(cfg, state, bs_stamp_to_ns(atomic_load(&s->since))))
+	if (now < due_of(cfg, s, state, now))
 		return 0;
 	uint64_t p = atomic_load(&e->probe);
 	if (p && bs_probe_stale_at(p) > now)
@@ -206,12 +229,18 @@ static int may_go(const struct bs_config *cfg, struct bs_entry *e, struct bs_fds
 				      PARK_PROBE_TID);
 	if (!bs_probe_take(e, p, mine))
 		return 0;
+	if (atomic_load(&e->state) != state) {
+		/* the probe before this one published its outcome (then let
+		 * go) after this thread read the state: judge again */
+		bs_probe_release(e, mine);
+		return 0;
+	}
 	atomic_store(&s->probe, mine);
 	return 1;
 }
 
 /* The reconnect: the program's socket, non-blocking as the program made it. */
-static void reconnect(const struct bs_config *cfg, int fd, struct bs_fdslot *s, uint64_t now)
+static void retry_parked(const struct bs_config *cfg, int fd, struct bs_fdslot *s, uint64_t now)
 {
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
@@ -256,7 +285,7 @@ static unsigned end_parked(const struct bs_config *cfg, int fd, struct bs_fdslot
 	rejoin_epoll_set(fd, s);
 	owe(fd, err ? err : ECONNREFUSED);
 	if (b)
-		give_up(cfg, fd, b, err);
+		log_give_up(cfg, fd, b, err);
 	return BS_FD_FAILED;
 }
 
@@ -272,7 +301,7 @@ void bs_park_end(int fd)
 static void forget_stale(struct bs_fdslot *s)
 {
 	if (atomic_load(&s->probe))
-		release_probe(s, atomic_load(&s->key));
+		bs_park_let_probe_go(atomic_load(&s->key), atomic_exchange(&s->probe, 0));
 	bs_fd_renew_slot(bs_fds(), s);
 }
 
@@ -310,16 +339,16 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	uint64_t state = e ? atomic_load(&e->state) : 0;
 	struct bs_budget b;
 	if (e && was_reset(e, s, &d)) {
-		reconnect(cfg, fd, s, now); /* the operator said the server is back */
+		retry_parked(cfg, fd, s, now); /* the operator said the server is back */
 		return bs_fd_state(bs_fds(), fd);
 	}
 	if (e && budget_ends(cfg, s, state, 0, now, &b))
 		return end_parked(cfg, fd, s, &b);
 	if (!e || may_go(cfg, e, s, state, now)) {
-		reconnect(cfg, fd, s, now);
+		retry_parked(cfg, fd, s, now);
 		return bs_fd_state(bs_fds(), fd);
 	}
-	uint64_t due = bs_shared_due(cfg, state, bs_stamp_to_ns(atomic_load(&s->since)));
+	uint64_t due = due_of(cfg, s, state, now);
 	if (next && due > now && due < *next)
 		*next = due;
 	return BS_FD_PARKED;

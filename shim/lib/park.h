@@ -73,6 +73,10 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err);
 /* fd's attempt has an outcome (learned by any wrapper): if it was its
  * destination's probe, the probe is released. */
 void bs_park_outcome_learned(int fd);
+/* The same in two halves, so that the outcome is published in between:
+ * take the probe fd's attempt holds (0 if none), and let it go. */
+uint64_t bs_park_take_probe(int fd);
+void bs_park_let_probe_go(uint64_t key, uint64_t probe);
 
 /* Give every parked socket of the process that is due its next attempt
  * (reconnect it), or its end (budget spent: the last error becomes owed

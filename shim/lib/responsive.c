@@ -113,8 +113,8 @@ static enum bs_stop pace(struct bs_entry *e, struct bs_budget *b, uint64_t iv, i
 /* The call ends for the reason in b: the common give-up line, errno the
  * last error seen; when the budget's time ran out, the stats line too (info,
  * as it always was; not for max_attempts or a signal). */
-static int give_up(struct bs_entry *e, const struct bs_dest *d, const struct bs_budget *b,
-		   int err)
+static int give_up_with_stats(struct bs_entry *e, const struct bs_dest *d,
+			      const struct bs_budget *b, int err)
 {
 	int last = err ? err : (int)atomic_load(&e->last_err);
 	if (b->stop != BS_STOP_SIGNAL && b->stop != BS_STOP_MAX_ATTEMPTS)
@@ -155,7 +155,7 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 		uint64_t iv = atomic_load(&e->interval);
 		if (iv && (blocking || bs_nb_mode(cfg) == BS_NB_RETRY)) {
 			if (pace(e, &b, iv, has_tv) != BS_STOP_NONE)
-				return give_up(e, &d, &b, err);
+				return give_up_with_stats(e, &d, &b, err);
 			if (!bs_table_owns(bs_tab(), e, key))
 				return bs_real_connect(fd, addr, len); /* entry reclaimed */
 		}
@@ -171,6 +171,6 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 		if (!blocking || bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
 			return errno = err, -1;
 		if (bs_budget_check(&b, bs_now()) != BS_STOP_NONE)
-			return give_up(e, &d, &b, err);
+			return give_up_with_stats(e, &d, &b, err);
 	}
 }

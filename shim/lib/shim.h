@@ -19,7 +19,6 @@
 #include "fdtab.h"
 #include "mix.h"
 #include "resolv.h"
-#include "stamp.h"
 #include "table.h"
 
 /* How long a name resolution is remembered: for [dest name:port] rules,
@@ -67,6 +66,8 @@ uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t 
 extern _Atomic int bs_role_server_g __attribute__((visibility("hidden")));
 void bs_role_is_server(void);
 void bs_role_detect_inherited(void); /* once, at initialisation */
+/* fd listens (listen() succeeded): the destinations it serves are up. */
+void bs_role_listening(int fd);
 /* The mode in force for non-blocking sockets under cfg (never auto). */
 static inline int bs_nb_mode(const struct bs_config *cfg)
 {
@@ -86,38 +87,17 @@ static inline int *bs_errno(void)
 	return (int *)((char *)__builtin_thread_pointer() + bs_errno_off_g);
 }
 
-/* stamp.c: time stamps for the fast path (common/stamp.h). Counter
- * stamps where the kernel's clock runs on the CPU's counter, else
- * nanoseconds; bs_stamp_setup decides once, at initialisation. */
-extern _Atomic int bs_stamp_counting_g __attribute__((visibility("hidden")));
-void bs_stamp_setup(void);
-/* A thread is about to forbid itself the counter: no stamp or clock read
- * touches it from now on (see stamp.c). */
-void bs_stamp_stop(void);
-static inline uint64_t bs_stamp_now(void)
-{
-	if (atomic_load_explicit(&bs_stamp_counting_g, memory_order_relaxed))
-		return bs_stamp_counter() | BS_STAMP_TICKS;
-	return bs_now();
-}
-/* CLOCK_MONOTONIC ns of a stamp (a nanosecond one is returned as is). */
-uint64_t bs_stamp_ns_of(uint64_t stamp);
-static inline uint64_t bs_stamp_to_ns(uint64_t stamp)
-{
-	return __builtin_expect(stamp & BS_STAMP_TICKS, 0) ? bs_stamp_ns_of(stamp) : stamp;
-}
 /* When fd's slot says its connect started or it connected (since), in ns. */
 static inline uint64_t bs_fd_since_ns(int fd)
 {
-	return bs_stamp_to_ns(atomic_load(&bs_fd_slot(bs_fds(), fd)->since));
+	return atomic_load(&bs_fd_slot(bs_fds(), fd)->since);
 }
 
 /* The retry engine (engine.c): called by the connect() wrapper for an
  * AF_INET/AF_INET6 (or enabled AF_UNIX) destination. */
 int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key);
-/* The engine from where the program's own connect (started at t0, a
- * stamp) failed
+/* The engine from where the program's own connect (started at t0) failed
  * with err; saved is errno as the program had it. */
 int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved);
@@ -144,6 +124,9 @@ int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d
  * will not happen is not announced; the give-up line follows instead. */
 int bs_outcome_failed_within(const struct bs_config *cfg, const struct bs_dest *d,
 			     uint64_t t0, int err, uint64_t announce_before);
+/* Pace's probe inside the window failed: counted for the operator, no
+ * step of the schedule (the window's own failure already is one). */
+void bs_outcome_probe_failed(const struct bs_dest *d, int err);
 /* An attempt on fd connected (probation until the first byte). */
 void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
 		       uint64_t t0);

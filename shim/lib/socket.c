@@ -6,7 +6,7 @@
 #include "real.h"
 #include "shim.h"
 
-static int fresh(int fd)
+static int with_clean_slot(int fd)
 {
 	bs_outcome_new_fd(fd); /* (-1 is out of the table's range) */
 	return fd;
@@ -14,20 +14,22 @@ static int fresh(int fd)
 
 BS_API int socket(int domain, int type, int protocol)
 {
-	return fresh(bs_real_socket(domain, type, protocol));
+	return with_clean_slot(bs_real_socket(domain, type, protocol));
 }
 
 static int accepted(int fd)
 {
 	bs_role_is_server();
-	return fresh(fd);
+	return with_clean_slot(fd);
 }
 
 static int do_listen(int fd, int backlog)
 {
 	int r = bs_real_listen(fd, backlog);
-	if (r == 0)
+	if (r == 0) {
 		bs_role_is_server();
+		bs_role_listening(fd);
+	}
 	return r;
 }
 

@@ -3,10 +3,6 @@
  * not turn into harm. Prints one line per step; the output and the exit
  * status are compared with the same run without the shim.
  *
- *   fastedge tsc PORT DEAD      warm connects to PORT, then the thread
- *                               forbids itself the TSC (PR_SET_TSC,
- *                               PR_TSC_SIGSEGV) and connects to PORT and to
- *                               the dead port DEAD
  *   fastedge badaddr PORT       warm connects, then connect() with a NULL
  *                               and a kernel-half address: EFAULT
  *   fastedge reuse SLOW PORT    thread A's blocking connect to SLOW (a full
@@ -26,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -69,21 +64,6 @@ static void warm(int listener, int port)
 			exit(4);
 		syscall(SYS_close, (int)syscall(SYS_accept4, listener, NULL, NULL, 0));
 	}
-}
-
-static int tsc(int port, int dead)
-{
-	int l = raw_listen(port, 16);
-	warm(l, port);
-#ifdef PR_SET_TSC
-	if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
-		printf("prctl: %s\n", strerror(errno));
-		return 0;
-	}
-#endif
-	printf("live: %s\n", strerror(connect_once(port)));
-	printf("dead: %s\n", strerror(connect_once(dead)));
-	return 0;
 }
 
 static int badaddr(int port)
@@ -171,12 +151,10 @@ static int reuse(int slow_port, int port)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc == 4 && !strcmp(argv[1], "tsc"))
-		return tsc(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "badaddr"))
 		return badaddr(atoi(argv[2]));
 	if (argc == 4 && !strcmp(argv[1], "reuse"))
 		return reuse(atoi(argv[2]), atoi(argv[3]));
-	fprintf(stderr, "usage: fastedge tsc PORT DEAD | badaddr PORT | reuse SLOW PORT\n");
+	fprintf(stderr, "usage: fastedge badaddr PORT | reuse SLOW PORT\n");
 	return 2;
 }

@@ -278,7 +278,20 @@ static void test_longest_wait(void **state)
 	p.ndelays = 2;
 	p.delays[0] = 1 * SEC;
 	p.delays[1] = 300 * SEC;
-	assert_true(bs_policy_longest_wait(&p) >= 300 * SEC);
+	assert_true(bs_policy_longest_wait(&p) >= 450 * SEC); /* x1.5 at most */
+	for (uint32_t n = 1; n <= 4; n++)
+		for (double u = 0; u < 1; u += 0.125)
+			assert_true(bs_policy_wait(&p, n, 0, u) <= bs_policy_longest_wait(&p));
+	/* other policies never take the default list's waits: a 2 s cap
+	 * bounds a grpc schedule at 2.4 s (it once said 6 s, the list's 5 s) */
+	p = DEFAULTS;
+	p.initial_backoff = 200 * MS;
+	p.max_backoff = 2 * SEC;
+	p.min_connect_timeout = 0;
+	longest = bs_policy_longest_wait(&p);
+	assert_true(longest >= 2400 * MS && longest <= 2400 * MS + 2 * MS);
+	p.kind = BS_POLICY_EXPONENTIAL;
+	assert_true(bs_policy_longest_wait(&p) <= 2400 * MS + 2 * MS);
 }
 
 static void test_attempt_timeout(void **state)
