@@ -8,7 +8,7 @@
  * (single flight), and publishes each outcome to every waiter.
  */
 #include "addr.h"
-#include "budget.h"
+#include "attempt.h"
 #include "clock.h"
 #include "errname.h"
 #include "log.h"
@@ -32,16 +32,13 @@ struct call {
 	socklen_t len;
 	uint64_t key;
 	struct bs_entry *e;
-	struct bs_budget b; /* attempts: failed rounds this call lived through */
+	struct bs_attempt a; /* its budget and what it knows (attempt.h) */
 	int prog_has_tv;    /* the program set SO_SNDTIMEO (the EINTR rule) */
 	uint32_t tid;
-	uint32_t seen_fail; /* destination's failure count last seen */
-	int last_err;
 	int fallback;       /* the program has other addresses of the name */
 	int lock;           /* the shared table's lock for our probe, or -1 */
-	uint64_t anchor_state, anchor_at; /* a state word, and when first seen */
-	uint32_t resets;    /* the entry's reset count when the call began */
 	uint32_t join_fail; /* the destination's failures when the call began */
+	uint64_t join_seen; /* the entry's attempt_at a newcomer judged by */
 };
 
 static uint64_t min64(uint64_t a, uint64_t b)
@@ -69,12 +66,12 @@ static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
 static int end_call(const struct call *c)
 {
 	struct bs_dest d = dest_of(c);
-	return bs_outcome_give_up(&d, &c->b, c->last_err);
+	return bs_outcome_give_up(&d, &c->a.b, c->a.last_err);
 }
 
 static int end_call_for(struct call *c, enum bs_stop why)
 {
-	bs_budget_stop(&c->b, why);
+	bs_budget_stop(&c->a.b, why);
 	return end_call(c);
 }
 
@@ -85,11 +82,11 @@ static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 			   uint64_t delay, int err)
 {
 	uint64_t next = delay == BS_STOP ? t0 : t0 + delay;
-	int quiet = bs_budget_last(&c->b, next) || c->fallback;
+	int quiet = bs_budget_last(&c->a.b, next) || c->fallback;
 	if (delay == BS_STOP)
-		bs_budget_policy_done(&c->b);
+		bs_budget_policy_done(&c->a.b);
 	struct bs_dest d = dest_of(c);
-	c->last_err = err;
+	bs_attempt_failed(&c->a, err);
 	bs_outcome_failed(c->e, &d, seen, t0, delay, err, quiet);
 }
 
@@ -177,10 +174,10 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 {
 	uint64_t shim_end = now + attempt_timeout(c, delay);
 	atomic_store(&c->e->attempt_at, now);
-	uint64_t end = min64(shim_end, bs_budget_end(&c->b));
+	uint64_t end = min64(shim_end, bs_budget_end(&c->a.b));
 	int err = 0;
-	enum bs_attempt r = bs_sock_attempt(c->fd, c->addr, c->len, end,
-					    end == c->b.prog_end && end < shim_end,
+	enum bs_sock_outcome r = bs_sock_attempt(c->fd, c->addr, c->len, end,
+					    end == c->a.b.prog_end && end < shim_end,
 					    c->prog_has_tv, &err);
 	switch (r) {
 	case BS_ATT_OK:
@@ -227,19 +224,8 @@ static int hold_entry(struct call *c)
 	return c->e != NULL;
 }
 
-/* The failures of the destination since the call last looked count
- * against its budget. Returns whether there were any. */
-static int count_new_failures(struct call *c, uint64_t s)
-{
-	uint32_t f = bs_state_failures(s);
-	uint32_t prev = f < c->seen_fail ? 0 : c->seen_fail;
-	bs_budget_count(&c->b, f - prev);
-	c->seen_fail = f;
-	return f != prev;
-}
-
-/* Healthy, or on probation after someone got through: a plain connect,
- * exactly as on the fast path. */
+/* Healthy, on probation after someone got through, or reset by the
+ * operator: a plain connect, exactly as on the fast path. */
 static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
 {
 	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
@@ -282,29 +268,13 @@ static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint
 	return probe(c, s, now, mine, delay);
 }
 
-/* An operator reset the destination while the call waited: say so once. */
-static void note_reset(struct call *c)
+/* An operator reset the destination while the call waited. */
+static void log_reset(const struct call *c)
 {
-	uint32_t r = atomic_load(&c->e->resets);
-	if (r == c->resets)
-		return;
-	c->resets = r;
 	if (!bs_log_enabled(BS_LOG_INFO))
 		return;
 	struct bs_dest d = dest_of(c);
 	bs_outcome_log_reset(&d);
-}
-
-/* The state's next allowed time, bounded by this process's own longest
- * wait from when the call first saw that state (a shared table's entry is
- * other processes' word, and may be garbage). */
-static uint64_t bounded_next(struct call *c, uint64_t s, uint64_t now)
-{
-	if (s != c->anchor_state || !c->anchor_at) {
-		c->anchor_state = s;
-		c->anchor_at = now;
-	}
-	return bs_shared_due(c->cfg, s, c->anchor_at);
 }
 
 /* A process that joins a destination other processes are backing off
@@ -312,61 +282,71 @@ static uint64_t bounded_next(struct call *c, uint64_t s, uint64_t now)
  * once if none is in flight and none started in the last initial_backoff,
  * or else as soon as that is so, unless a failure is published meanwhile:
  * then it waits with the others. The attempt is claimed by moving
- * attempt_at, so that of many newcomers one goes. A restart loop is then
- * paced to one attempt per initial_backoff, a herd of processes started
- * together follows one schedule, and a newcomer after the server's return
- * connects within initial_backoff. Returns when the call may go (`next`
- * if it is no newcomer). */
-static uint64_t join_time(struct call *c, uint64_t s, uint64_t now, uint64_t next)
+ * attempt_at (claim_join), so that of many newcomers one goes. A restart
+ * loop is then paced to one attempt per initial_backoff, a herd of
+ * processes started together follows one schedule, and a newcomer after
+ * the server's return connects within initial_backoff. Returns when the
+ * call may go as a newcomer (UINT64_MAX: it is none). */
+static uint64_t join_at(struct call *c, uint64_t s, uint64_t now, int probe_held)
 {
 	if (!bs_shared_on() || bs_shared_known(c->e) || bs_state_failures(s) != c->join_fail ||
-	    probe_held_elsewhere(c, atomic_load(&c->e->probe), now))
-		return next;
+	    probe_held)
+		return UINT64_MAX;
 	uint64_t at = atomic_load(&c->e->attempt_at);
-	uint64_t free_at = at > now ? now + c->cfg->policy.initial_backoff
-				    : at + c->cfg->policy.initial_backoff;
-	if (free_at > now)
-		return free_at < next ? free_at : next;
-	return atomic_compare_exchange_strong(&c->e->attempt_at, &at, now) ? now : next;
+	c->join_seen = at;
+	return at > now ? now + c->cfg->policy.initial_backoff
+			: at + c->cfg->policy.initial_backoff;
 }
 
-/* The destination is backing off: wait for its next allowed time, or for
- * another thread's probe, or probe ourselves. */
-static int backoff_step(struct call *c, uint64_t s, uint64_t now)
+static int claim_join(struct call *c, uint64_t now)
 {
-	uint64_t next = bounded_next(c, s, now);
-	if (now < next)
-		next = join_time(c, s, now, next);
-	note_reset(c);
-	if (now < next) {
-		if (bs_budget_check_next(&c->b, next) != BS_STOP_NONE)
-			return end_call(c);
-		return wait_step(c, s, next);
+	uint64_t at = c->join_seen;
+	return atomic_compare_exchange_strong(&c->e->attempt_at, &at, now);
+}
+
+/* What the call reads of its destination for the attempt model. */
+static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)
+{
+	struct bs_attempt_view v;
+	v.state = s;
+	v.probe = atomic_load(&c->e->probe);
+	v.resets = atomic_load(&c->e->resets);
+	v.last_err = (int)atomic_load(&c->e->last_err);
+	v.probe_live = probe_held_elsewhere(c, v.probe, now);
+	v.join_at = bs_state_may_attempt(s) ? UINT64_MAX : join_at(c, s, now, v.probe_live);
+	return v;
+}
+
+/* One verdict of the attempt model, carried out. */
+static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
+		     const struct bs_attempt_view *v, uint64_t now)
+{
+	if (d->reset)
+		log_reset(c);
+	switch (d->verdict) {
+	case BS_GO:
+		return plain_attempt(c, s, now);
+	case BS_WAIT:
+		return wait_step(c, s, d->until);
+	case BS_TAKE_PROBE:
+		if (d->join && !claim_join(c, now))
+			return AGAIN; /* another newcomer went */
+		return take_probe_and_attempt(c, s, now, v->probe);
+	default:
+		return end_call(c);
 	}
-	uint64_t p = atomic_load(&c->e->probe);
-	if (probe_held_elsewhere(c, p, now))
-		return wait_step(c, s, min64(bs_probe_stale_at(p), bs_budget_end(&c->b)));
-	return take_probe_and_attempt(c, s, now, p);
 }
 
 static int retry_loop(struct call *c)
 {
+	uint64_t longest = bs_policy_longest_wait(&c->cfg->policy);
 	for (;;) {
 		if (!hold_entry(c)) /* table full of live entries: go untracked */
 			return end_call_for(c, BS_STOP_TABLE_FULL);
-		uint64_t s = atomic_load(&c->e->state);
-		int new_failures = count_new_failures(c, s);
-		uint64_t now = bs_now();
-		if (bs_budget_check(&c->b, now) != BS_STOP_NONE)
-			return end_call(c);
-		int r;
-		if (bs_state_may_attempt(s)) {
-			r = plain_attempt(c, s, now);
-		} else {
-			if (new_failures || !c->last_err)
-				c->last_err = (int)atomic_load(&c->e->last_err);
-			r = backoff_step(c, s, now);
-		}
+		uint64_t s = atomic_load(&c->e->state), now = bs_now();
+		struct bs_attempt_view v = view_of(c, s, now);
+		struct bs_decision d = bs_attempt_decide(&c->a, &v, now, longest);
+		int r = carry_out(c, &d, s, &v, now);
 		if (r != AGAIN)
 			return r;
 	}
@@ -449,7 +429,7 @@ static void start_call(struct call *c, uint64_t start)
 	c->fallback = bs_res_has_alternative(bs_res(), c->key, start, BS_RES_FALLBACK);
 	uint64_t prog = bs_sock_sndtimeo_ns(c->fd);
 	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
-	bs_budget_init(&c->b, start, c->cfg->max_elapsed, c->cfg->max_attempts, prog);
+	bs_attempt_init(&c->a, start, c->cfg->max_elapsed, c->cfg->max_attempts, prog);
 }
 
 /* A blocking stream socket whose first attempt failed with err (t0 its
@@ -457,10 +437,7 @@ static void start_call(struct call *c, uint64_t start)
 static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int saved)
 {
 	c->tid = bs_gettid();
-	c->last_err = 0;
-	c->seen_fail = 0;
 	c->lock = -1;
-	c->anchor_state = c->anchor_at = 0;
 	uint64_t start = t0 ? t0 : bs_now();
 	start_call(c, start);
 	if (!c->e)
@@ -469,8 +446,10 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int
 		errno = err ? err : saved;
 		return err ? -1 : bs_real_connect(c->fd, c->addr, c->len);
 	}
-	c->resets = atomic_load(&c->e->resets);
-	c->join_fail = bs_state_failures(err ? s : atomic_load(&c->e->state));
+	uint64_t joined = err ? s : atomic_load(&c->e->state);
+	c->join_fail = bs_state_failures(joined);
+	bs_attempt_join(&c->a, joined, atomic_load(&c->e->resets),
+			err ? 0 : (int)atomic_load(&c->e->last_err));
 	if (err) {
 		/* The plain attempt failed: that is one more failure. */
 		record_failure_after(c, s, t0, err);
@@ -481,12 +460,8 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int
 	} else if (c->fallback) {
 		/* Backing off, but the program can go elsewhere: no wait. */
 		errno = saved;
-		c->seen_fail = bs_state_failures(s);
 		return retry_loop_once(c);
-	} else {
-		c->last_err = (int)atomic_load(&c->e->last_err);
 	}
-	c->seen_fail = bs_state_failures(err ? s : atomic_load(&c->e->state));
 	int r = retry_loop(c);
 	if (r == 0)
 		errno = saved;

@@ -31,7 +31,7 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 			err = due ? 0 : bs_nb_last_err(key);
 		else {
 			struct bs_dest d = {key, addr, len};
-			err = bs_nb_wait_due(cfg, &d, now);
+			err = bs_nb_wait_due(cfg, fd, &d, now);
 		}
 		if (err) {
 			errno = err;

@@ -11,7 +11,7 @@
  *   off:   not handled at all.
  */
 #include "addr.h"
-#include "budget.h"
+#include "attempt.h"
 #include "clock.h"
 #include "custody.h"
 #include "park.h"
@@ -31,50 +31,46 @@ int bs_nb_last_err(uint64_t key)
 	return err ? err : ECONNREFUSED;
 }
 
-/* Wait until the destination may be tried again, unless that is past the
- * budget. A signal handler ends the wait only inside a readiness call
- * (`in_readiness`: poll and the like fail with EINTR whatever SA_RESTART
- * says); connect() and sendto() go on. Returns BS_STOP_NONE when due, else
- * why not (also in b). */
-static enum bs_stop wait_due(const struct bs_config *cfg, uint64_t key, struct bs_budget *b,
+/* Wait, as the attempt model says, until the destination may be tried
+ * again, unless that is past the budget. A signal handler ends the wait
+ * only inside a readiness call (`in_readiness`: poll and the like fail
+ * with EINTR whatever SA_RESTART says); connect() and sendto() go on.
+ * Returns BS_STOP_NONE when due, else why not (also in a->b). Retry mode
+ * and a blocking TCP Fast Open do not take the destination's probe: their
+ * attempts are not single-flight. */
+static enum bs_stop wait_due(const struct bs_config *cfg, uint64_t key, struct bs_attempt *a,
 			     int in_readiness)
 {
-	uint64_t seen = 0, seen_at = 0; /* a state word, and when first seen */
+	uint64_t longest = bs_policy_longest_wait(&cfg->policy);
 	for (int i = 0; i < 100000; i++) {
 		struct bs_entry *e = bs_table_find(bs_tab(), key);
 		if (!e)
-			return 0;
-		uint32_t seq = atomic_load(&e->seq);
-		uint64_t s = atomic_load(&e->state), now = bs_now();
-		if (s != seen || !seen_at)
-			seen = s, seen_at = now;
-		uint64_t due = bs_shared_due(cfg, s, seen_at);
-		if (bs_state_may_attempt(s) || now >= due)
 			return BS_STOP_NONE;
-		if (bs_budget_check_next(b, due) != BS_STOP_NONE)
-			return b->stop;
-		if (bs_wait((const uint32_t *)&e->seq, seq, due) == EINTR &&
-		    in_readiness)
-			return bs_budget_stop(b, BS_STOP_SIGNAL);
+		uint32_t seq = atomic_load(&e->seq);
+		struct bs_attempt_view v = {atomic_load(&e->state), 0, atomic_load(&e->resets),
+					    (int)atomic_load(&e->last_err), 0, UINT64_MAX};
+		struct bs_decision d = bs_attempt_decide(a, &v, bs_now(), longest);
+		if (d.verdict == BS_END)
+			return a->b.stop;
+		if (d.verdict != BS_WAIT)
+			return BS_STOP_NONE;
+		if (bs_wait((const uint32_t *)&e->seq, seq, d.until) == EINTR && in_readiness)
+			return bs_budget_stop(&a->b, BS_STOP_SIGNAL);
 	}
 	return BS_STOP_NONE;
 }
 
-/* The budget of a wait that is not a retry loop's: max_elapsed from now. */
-static struct bs_budget wait_budget(const struct bs_config *cfg, uint64_t now)
+int bs_nb_wait_due(const struct bs_config *cfg, int fd, const struct bs_dest *d, uint64_t now)
 {
-	struct bs_budget b;
-	bs_budget_init(&b, now, cfg->max_elapsed, 0, BS_BUDGET_NO_TIMEOUT);
-	return b;
-}
-
-int bs_nb_wait_due(const struct bs_config *cfg, const struct bs_dest *d, uint64_t now)
-{
-	struct bs_budget b = wait_budget(cfg, now);
-	if (wait_due(cfg, d->key, &b, 0) == BS_STOP_NONE)
+	struct bs_attempt a; /* max_elapsed from now, and the program's SO_SNDTIMEO */
+	bs_attempt_init(&a, now, cfg->max_elapsed, 0, bs_sock_sndtimeo_ns(fd));
+	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+	if (e)
+		bs_attempt_join(&a, atomic_load(&e->state), atomic_load(&e->resets), 0);
+	if (wait_due(cfg, d->key, &a, 0) == BS_STOP_NONE)
 		return 0;
 	int err = bs_nb_last_err(d->key), saved = errno;
-	bs_outcome_give_up(d, &b, err);
+	bs_outcome_give_up(d, &a.b, err);
 	errno = saved;
 	return err;
 }
@@ -182,38 +178,39 @@ static int reconnect_and_wait(int fd, const struct sockaddr *addr, socklen_t len
 }
 
 /* One round of retry mode: wait until due, reconnect, publish. Returns 1
- * to go on; 0 when the call ends: *err 0 (connected), or b->stop says why. */
+ * to go on; 0 when the call ends: *err 0 (connected), or a->b.stop says
+ * why. */
 static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d,
-		    struct bs_budget *b, int *err)
+		    struct bs_attempt *a, int *err)
 {
-	if (bs_budget_check(b, bs_now()) != BS_STOP_NONE)
-		return 0;
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	if (!e) /* untracked: the table is full */
-		return bs_budget_stop(b, BS_STOP_TABLE_FULL), 0;
-	if (wait_due(cfg, d->key, b, 1) != BS_STOP_NONE)
+		return bs_budget_stop(&a->b, BS_STOP_TABLE_FULL), 0;
+	if (wait_due(cfg, d->key, a, 1) != BS_STOP_NONE)
 		return 0;
 	uint64_t a0 = bs_now(), s = atomic_load(&e->state);
 	uint64_t delay = bs_next_wait(cfg, e, s);
 	if (delay == BS_STOP) {
 		bs_outcome_failed(e, d, s, a0, delay, *err, 1);
-		return bs_budget_stop(b, BS_STOP_POLICY), 0;
+		return bs_budget_stop(&a->b, BS_STOP_POLICY), 0;
 	}
 	uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
-	uint64_t end = bs_budget_end(b);
+	uint64_t end = bs_budget_end(&a->b);
 	*err = reconnect_and_wait(fd, d->addr, d->len, lim < end ? lim : end);
 	if (*err == EINTR) {
 		bs_fd_set(bs_fds(), fd, BS_FD_CONNECTING, a0); /* in flight, as the kernel has it */
-		return bs_budget_stop(b, BS_STOP_SIGNAL), 0;
+		return bs_budget_stop(&a->b, BS_STOP_SIGNAL), 0;
 	}
 	if (*err == 0) {
 		bs_outcome_connected(cfg, d, fd, a0);
 		return 0;
 	}
-	int last = bs_budget_last(b, a0 + delay); /* then the give-up line says it */
-	bs_budget_count(b, 1);
-	if (!bs_config_retries(cfg, *err))
-		return bs_budget_stop(b, BS_STOP_NOT_RETRYABLE), 0;
+	int last = bs_budget_last(&a->b, a0 + delay); /* then the give-up line says it */
+	bs_attempt_failed(a, *err);
+	if (!bs_config_retries(cfg, *err)) {
+		bs_budget_count(&a->b, 1);
+		return bs_budget_stop(&a->b, BS_STOP_NOT_RETRYABLE), 0;
+	}
 	bs_outcome_failed(e, d, s, a0, delay, *err, last);
 	return 1;
 }
@@ -224,14 +221,17 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 		    uint64_t start, int err)
 {
-	struct bs_budget b;
-	bs_budget_init(&b, start, cfg->max_elapsed, cfg->max_attempts, BS_BUDGET_NO_TIMEOUT);
-	bs_budget_count(&b, 1);
-	while (nb_round(cfg, fd, d, &b, &err))
+	struct bs_attempt a;
+	bs_attempt_init(&a, start, cfg->max_elapsed, cfg->max_attempts, BS_BUDGET_NO_TIMEOUT);
+	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+	if (e) /* its own failure is published already: counted once */
+		bs_attempt_join(&a, atomic_load(&e->state), atomic_load(&e->resets), 0);
+	bs_attempt_failed(&a, err);
+	while (nb_round(cfg, fd, d, &a, &err))
 		;
 	if (err == 0)
 		return 0;
-	if (b.stop == BS_STOP_SIGNAL) {
+	if (a.b.stop == BS_STOP_SIGNAL) {
 		/* the readiness call fails with EINTR, as it would without the
 		 * shim; the socket stays "connecting" (in flight, or parked) */
 		if (err == EINTR || bs_park(cfg, fd, err))
@@ -239,7 +239,7 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	}
 	bs_outcome_forget(fd);
 	int saved = errno;
-	bs_outcome_give_up(d, &b, err);
+	bs_outcome_give_up(d, &a.b, err);
 	errno = saved;
 	return err;
 }
@@ -247,12 +247,12 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 /* The policy allows no further attempt: the common give-up line. */
 static void give_up_policy(int fd, const struct bs_dest *d, uint64_t start, int err)
 {
-	struct bs_budget b;
-	bs_budget_init(&b, start, 0, 0, BS_BUDGET_NO_TIMEOUT);
-	bs_budget_count(&b, atomic_load(&bs_fd_slot(bs_fds(), fd)->steps) + 1);
-	bs_budget_stop(&b, BS_STOP_POLICY);
+	struct bs_attempt a;
+	bs_attempt_init(&a, start, 0, 0, BS_BUDGET_NO_TIMEOUT);
+	bs_budget_count(&a.b, atomic_load(&bs_fd_slot(bs_fds(), fd)->steps) + 1);
+	bs_budget_stop(&a.b, BS_STOP_POLICY);
 	int saved = errno;
-	bs_outcome_give_up(d, &b, err);
+	bs_outcome_give_up(d, &a.b, err);
 	errno = saved;
 }
 

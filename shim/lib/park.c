@@ -1,7 +1,7 @@
 /* park: defer mode's parked sockets. See park.h. */
 #include "park.h"
 
-#include "budget.h"
+#include "attempt.h"
 #include "clock.h"
 #include "custody.h"
 #include "log.h"
@@ -23,55 +23,51 @@ static struct bs_fdslot *slot(int fd)
 	return bs_fd_slot(bs_fds(), fd);
 }
 
-/* The destination's failure steps this connect lived through, brought up
- * to date from the destination's count; its own failure (`own`) counts one
- * even when it folded into another socket's step. */
-static uint32_t steps_now(struct bs_fdslot *s, uint64_t state, int own)
+/* The parked connect's attempt (attempt.h), kept in its slot: the call's
+ * start, its steps, the destination's failures and resets it last saw, its
+ * last error, and (while parked) in `since` when it last learned of a new
+ * step. */
+static void attempt_load(const struct bs_config *cfg, struct bs_fdslot *s, struct bs_attempt *a)
 {
-	uint32_t f = bs_state_failures(state), seen = atomic_load(&s->seen_fail);
-	uint32_t steps = atomic_load(&s->steps), more = f > seen ? f - seen : 0;
-	steps += more > (uint32_t)own ? more : (uint32_t)own;
-	atomic_store(&s->steps, steps);
-	atomic_store(&s->seen_fail, f);
-	return steps;
+	bs_attempt_init(a, atomic_load(&s->call_start), cfg->max_elapsed, cfg->max_attempts,
+			BS_BUDGET_NO_TIMEOUT);
+	bs_budget_count(&a->b, atomic_load(&s->steps));
+	a->anchor_at = atomic_load(&s->since);
+	a->seen_fail = atomic_load(&s->seen_fail);
+	a->resets = atomic_load(&s->resets);
+	a->last_err = (int)atomic_load(&s->last_err);
 }
 
-static void budget_of(const struct bs_config *cfg, struct bs_fdslot *s, uint32_t steps,
-		      struct bs_budget *b)
+static void attempt_store(struct bs_fdslot *s, const struct bs_attempt *a)
 {
-	bs_budget_init(b, atomic_load(&s->call_start), cfg->max_elapsed, cfg->max_attempts,
-		       BS_BUDGET_NO_TIMEOUT);
-	bs_budget_count(b, steps);
+	atomic_store(&s->steps, a->b.attempts);
+	atomic_store(&s->since, a->anchor_at);
+	atomic_store(&s->seen_fail, a->seen_fail);
+	atomic_store(&s->resets, a->resets);
+	atomic_store(&s->last_err, (uint32_t)a->last_err);
 }
 
-/* When the destination is next due for this parked socket: when the table
- * says, but never later than the longest wait of the schedule after the
- * socket last learned something: its own park, or the table's last
- * outcome (clamped to now: the table is advice, not proof). So a table
- * whose prober died lets the socket go on its own, and a table that goes
- * on publishing a step at a time keeps a herd of parked sockets to its
- * schedule instead of releasing all those parked at once together. */
-static uint64_t due_of(const struct bs_config *cfg, struct bs_fdslot *s, uint64_t state,
-		       uint64_t now)
+/* The attempt model's verdict for the connect parked (or to be parked) in
+ * s, whose destination is e, at now; own_err: its own attempt just failed
+ * with it (0: it did not). */
+static struct bs_decision judge(const struct bs_config *cfg, struct bs_fdslot *s,
+				struct bs_entry *e, uint64_t now, int own_err,
+				struct bs_attempt *a)
 {
-	uint64_t since = atomic_load(&s->since);
-	struct bs_entry *e = bs_table_find(bs_tab(), atomic_load(&s->key));
-	uint64_t outcome = e ? atomic_load(&e->outcome_at) : 0;
-	if (outcome > now)
-		outcome = now;
-	return bs_shared_due(cfg, state, outcome > since ? outcome : since);
-}
-
-/* Would the budget end before the destination is next due? */
-static int budget_ends(const struct bs_config *cfg, struct bs_fdslot *s, uint64_t state,
-		       int own, uint64_t now, struct bs_budget *b)
-{
-	budget_of(cfg, s, steps_now(s, state, own), b);
-	if (bs_budget_check(b, now) != BS_STOP_NONE)
-		return 1;
-	return !bs_state_may_attempt(state) &&
-	       bs_budget_check_next(b, due_of(cfg, s, state, now)) !=
-		       BS_STOP_NONE;
+	attempt_load(cfg, s, a);
+	if (own_err)
+		bs_attempt_failed(a, own_err);
+	struct bs_attempt_view v = {
+		.state = atomic_load(&e->state),
+		.probe = atomic_load(&e->probe),
+		.resets = atomic_load(&e->resets),
+		.last_err = (int)atomic_load(&e->last_err),
+		.probe_live = 1, /* a parked socket's probe names no thread: staleness decides */
+		.join_at = UINT64_MAX,
+	};
+	struct bs_decision d = bs_attempt_decide(a, &v, now, bs_policy_longest_wait(&cfg->policy));
+	attempt_store(s, a);
+	return d;
 }
 
 /* defer parks; so does retry, wherever it may not wait */
@@ -169,9 +165,15 @@ uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd)
 	struct bs_fdslot *s = slot(fd);
 	if (!s || !parks(cfg) || !can_hide(fd, s))
 		return UINT64_MAX; /* not parked: no give-up line follows */
-	struct bs_budget b; /* as bs_park will judge it, this failure counted */
-	budget_of(cfg, s, atomic_load(&s->steps), &b);
-	return bs_budget_last(&b, 0) ? 0 : bs_budget_end(&b);
+	struct bs_attempt a; /* as bs_park will judge it, this failure counted */
+	attempt_load(cfg, s, &a);
+	return bs_budget_last(&a.b, 0) ? 0 : bs_budget_end(&a.b);
+}
+
+/* Parked: the slot says so; `since` keeps what judge() stored in it. */
+static void set_parked(struct bs_fdslot *s, int fd)
+{
+	bs_fd_set(bs_fds(), fd, BS_FD_PARKED, atomic_load(&s->since));
 }
 
 int bs_park(const struct bs_config *cfg, int fd, int err)
@@ -183,17 +185,16 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
 	if (!e)
 		return 0; /* untracked destination (table full) */
-	struct bs_budget b;
-	if (budget_ends(cfg, s, atomic_load(&e->state), 1, now, &b))
-		return log_give_up(cfg, fd, &b, err);
+	struct bs_attempt a;
+	atomic_store(&s->resets, atomic_load(&e->resets)); /* resets before it: not its */
+	if (judge(cfg, s, e, now, err, &a).verdict == BS_END)
+		return log_give_up(cfg, fd, &a.b, err);
 	if (!bs_custody_take(fd) || !leave_epoll_set(fd, s))
 		return 0;
 	int saved = errno;
 	bs_sock_abort(fd); /* unconnected, nothing pending: ready to go again */
 	errno = saved;
-	atomic_store(&s->last_err, (uint32_t)err);
-	atomic_store(&s->resets, atomic_load(&e->resets));
-	bs_fd_set(bs_fds(), fd, BS_FD_PARKED, now);
+	set_parked(s, fd);
 	return 1;
 }
 
@@ -203,35 +204,32 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 	if (!s || !parks(cfg) || atomic_load(&s->state) != BS_FD_CONNECTING || !can_hide(fd, s))
 		return 0;
 	struct bs_entry *e = bs_table_find(bs_tab(), atomic_load(&s->key));
-	struct bs_budget b;
-	if (!e || budget_ends(cfg, s, atomic_load(&e->state), 0, bs_now(), &b) ||
-	    !bs_custody_take(fd) || !leave_epoll_set(fd, s))
+	struct bs_attempt a;
+	if (!e)
 		return 0;
+	atomic_store(&s->resets, atomic_load(&e->resets)); /* resets before it: not its */
 	atomic_store(&s->last_err, (uint32_t)err);
-	atomic_store(&s->resets, atomic_load(&e->resets));
-	bs_fd_set(bs_fds(), fd, BS_FD_PARKED, bs_now());
+	if (judge(cfg, s, e, bs_now(), 0, &a).verdict == BS_END || !bs_custody_take(fd) ||
+	    !leave_epoll_set(fd, s))
+		return 0;
+	set_parked(s, fd);
 	return 1;
 }
 
-/* May this parked socket go now? The destination connected (all go), or
- * it is due and this socket takes its one probe. */
-static int may_go(const struct bs_config *cfg, struct bs_entry *e, struct bs_fdslot *s,
-		  uint64_t state, uint64_t now)
+/* The destination is due: this socket takes its one probe, unless the
+ * probe before it published its outcome (then let go) after this thread
+ * read the state: then it is judged again on the next round. */
+static int take_probe(const struct bs_config *cfg, struct bs_entry *e, struct bs_fdslot *s,
+		      uint64_t state, uint64_t now)
 {
-	if (bs_state_may_attempt(state))
-		return 1;
-	if (now < due_of(cfg, s, state, now))
-		return 0;
 	uint64_t p = atomic_load(&e->probe);
-	if (p && bs_probe_stale_at(p) > now)
-		return 0; /* another socket or thread is probing */
 	uint64_t mine = bs_probe_make(now + PROBE_GRACE + bs_policy_attempt_timeout(&cfg->policy, 0),
 				      PARK_PROBE_TID);
+	if (p && bs_probe_stale_at(p) > now)
+		return 0;
 	if (!bs_probe_take(e, p, mine))
 		return 0;
 	if (atomic_load(&e->state) != state) {
-		/* the probe before this one published its outcome (then let
-		 * go) after this thread read the state: judge again */
 		bs_probe_release(e, mine);
 		return 0;
 	}
@@ -260,20 +258,6 @@ static void retry_parked(const struct bs_config *cfg, int fd, struct bs_fdslot *
 	int res = bs_nb_outcome(cfg, fd, err, 0);
 	if (res != BS_NB_PARKED_NOW)
 		owe(fd, res ? res : err); /* to its next look */
-}
-
-/* Did an operator reset the destination since fd was parked? Then it goes
- * now, whatever the state says by the time this thread looks (another
- * waiter's attempt may have failed already), and says why. */
-static int was_reset(struct bs_entry *e, struct bs_fdslot *s, const struct bs_dest *d)
-{
-	uint32_t r = atomic_load(&e->resets);
-	if (r == atomic_load(&s->resets))
-		return 0;
-	atomic_store(&s->resets, r);
-	if (bs_log_enabled(BS_LOG_INFO))
-		bs_outcome_log_reset(d);
-	return 1;
 }
 
 /* The budget is spent (or the illusion cannot be kept): the program sees
@@ -326,6 +310,14 @@ void bs_park_unscreened(int fd)
 	bs_park_end(fd);
 }
 
+/* The reconnect the verdict asks for; the socket's state after it. */
+static unsigned reconnected(const struct bs_config *cfg, int fd, struct bs_fdslot *s,
+			    uint64_t now)
+{
+	retry_parked(cfg, fd, s, now);
+	return bs_fd_state(bs_fds(), fd);
+}
+
 static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
 {
 	const struct bs_config *cfg = bs_active();
@@ -336,22 +328,28 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	struct bs_entry *e = bs_table_find(bs_tab(), d.key);
-	uint64_t state = e ? atomic_load(&e->state) : 0;
-	struct bs_budget b;
-	if (e && was_reset(e, s, &d)) {
-		retry_parked(cfg, fd, s, now); /* the operator said the server is back */
-		return bs_fd_state(bs_fds(), fd);
+	if (!e)
+		return reconnected(cfg, fd, s, now); /* nothing known of it now */
+	uint64_t state = atomic_load(&e->state);
+	struct bs_attempt a;
+	struct bs_decision v = judge(cfg, s, e, now, 0, &a);
+	if (v.reset && bs_log_enabled(BS_LOG_INFO))
+		bs_outcome_log_reset(&d); /* the operator said the server is back */
+	switch (v.verdict) {
+	case BS_GO:
+		return reconnected(cfg, fd, s, now);
+	case BS_TAKE_PROBE:
+		if (take_probe(cfg, e, s, state, now))
+			return reconnected(cfg, fd, s, now);
+		v.until = now + BS_PARK_RECHECK / 4; /* judged again soon */
+		/* fall through */
+	case BS_WAIT:
+		if (next && v.until > now && v.until < *next)
+			*next = v.until;
+		return BS_FD_PARKED;
+	default:
+		return end_parked(cfg, fd, s, &a.b);
 	}
-	if (e && budget_ends(cfg, s, state, 0, now, &b))
-		return end_parked(cfg, fd, s, &b);
-	if (!e || may_go(cfg, e, s, state, now)) {
-		retry_parked(cfg, fd, s, now);
-		return bs_fd_state(bs_fds(), fd);
-	}
-	uint64_t due = due_of(cfg, s, state, now);
-	if (next && due > now && due < *next)
-		*next = due;
-	return BS_FD_PARKED;
 }
 
 /* One thread at a time gives a parked socket its next step; to the others

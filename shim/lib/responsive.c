@@ -8,6 +8,7 @@
  * not (pace, off) and reports its outcome like any other.
  */
 #include "addr.h"
+#include "attempt.h"
 #include "budget.h"
 #include "clock.h"
 #include "errname.h"
@@ -148,14 +149,14 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 	/* the program's SO_SNDTIMEO bounds the whole call */
 	uint64_t prog = blocking ? bs_sock_sndtimeo_ns(fd) : BS_BUDGET_NO_TIMEOUT;
 	int has_tv = prog != BS_BUDGET_NO_TIMEOUT;
-	struct bs_budget b;
-	bs_budget_init(&b, start, cfg->max_elapsed, cfg->max_attempts, prog);
+	struct bs_attempt a; /* (its budget: the responsive policy paces itself) */
+	bs_attempt_init(&a, start, cfg->max_elapsed, cfg->max_attempts, prog);
 	struct bs_dest d = {key, addr, len};
 	for (;;) {
 		uint64_t iv = atomic_load(&e->interval);
 		if (iv && (blocking || bs_nb_mode(cfg) == BS_NB_RETRY)) {
-			if (pace(e, &b, iv, has_tv) != BS_STOP_NONE)
-				return give_up_with_stats(e, &d, &b, err);
+			if (pace(e, &a.b, iv, has_tv) != BS_STOP_NONE)
+				return give_up_with_stats(e, &d, &a.b, err);
 			if (!bs_table_owns(bs_tab(), e, key))
 				return bs_real_connect(fd, addr, len); /* entry reclaimed */
 		}
@@ -167,10 +168,10 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 		if (!bs_config_retries(cfg, err))
 			return errno = err, -1;
 		bs_responsive_outcome(cfg, e, addr, len, err);
-		bs_budget_count(&b, 1);
+		bs_budget_count(&a.b, 1);
 		if (!blocking || bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
 			return errno = err, -1;
-		if (bs_budget_check(&b, bs_now()) != BS_STOP_NONE)
-			return give_up_with_stats(e, &d, &b, err);
+		if (bs_budget_check(&a.b, bs_now()) != BS_STOP_NONE)
+			return give_up_with_stats(e, &d, &a.b, err);
 	}
 }

@@ -227,10 +227,10 @@ void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
 /* The destination's last error (ECONNREFUSED if none): what a connect
  * inside its backoff window fails with. */
 int bs_nb_last_err(uint64_t key);
-/* Wait (max_elapsed from now at most) until d may be tried again: 0 when
- * due, else the error to fail with (bs_nb_last_err), after the common
- * give-up line. */
-int bs_nb_wait_due(const struct bs_config *cfg, const struct bs_dest *d, uint64_t now);
+/* Wait (max_elapsed from now, and the program's SO_SNDTIMEO on fd, at
+ * most) until d may be tried again: 0 when due, else the error to fail
+ * with (bs_nb_last_err), after the common give-up line. */
+int bs_nb_wait_due(const struct bs_config *cfg, int fd, const struct bs_dest *d, uint64_t now);
 
 /* fastopen.c: sendto(MSG_FASTOPEN), a connect and a send in one call. */
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,

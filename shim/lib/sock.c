@@ -220,7 +220,7 @@ static int same_ident(const struct bs_sock_ident *a, int fd)
 }
 
 /* The outcome of a handshake in flight on fd (socket `id`), by `deadline`. */
-static enum bs_attempt await_handshake(int fd, const struct bs_sock_ident *id,
+static enum bs_sock_outcome await_handshake(int fd, const struct bs_sock_ident *id,
 				       uint64_t deadline, int prog_cut, int prog_has_tv,
 				       int *err)
 {
@@ -266,7 +266,7 @@ static enum bs_attempt await_handshake(int fd, const struct bs_sock_ident *id,
 
 /* A full AF_UNIX listen queue: a blocking connect() waits in the kernel's
  * queue, bounded only by the program's SO_SNDTIMEO, as without the shim. */
-static enum bs_attempt unix_queue_full(int fd, const struct sockaddr *addr, socklen_t len,
+static enum bs_sock_outcome unix_queue_full(int fd, const struct sockaddr *addr, socklen_t len,
 				       int prog_has_tv, int *err)
 {
 	for (;;) {
@@ -283,7 +283,7 @@ static enum bs_attempt unix_queue_full(int fd, const struct sockaddr *addr, sock
 	}
 }
 
-enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
+enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
 				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
 {
 	struct bs_sock_ident id;

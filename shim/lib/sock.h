@@ -70,14 +70,14 @@ int bs_sock_sndtimeo(int fd, struct timeval *tv);
 /* The same in ns, as a budget takes it: BS_BUDGET_NO_TIMEOUT if none. */
 uint64_t bs_sock_sndtimeo_ns(int fd);
 
-enum bs_attempt { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_ATT_EINTR };
+enum bs_sock_outcome { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_ATT_EINTR };
 
 /* One connect attempt, bounded by `deadline` (monotonic ns). `prog_cut` says
  * the deadline is the program's own SO_SNDTIMEO (so a timeout is reported as
  * BS_ATT_PROG_TIMEOUT with the handshake left running, as the kernel would)
  * rather than the shim's (BS_ATT_CUT: handshake aborted, socket reusable).
  * On BS_ATT_FAIL *err holds the errno. */
-enum bs_attempt bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
+enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
 				uint64_t deadline, int prog_cut, int prog_has_tv, int *err);
 
 /* Abort a handshake in progress (connect(AF_UNSPEC)) and read away the

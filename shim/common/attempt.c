@@ -1,0 +1,101 @@
+/* attempt: one connect's retry decisions. See attempt.h. */
+#include "attempt.h"
+
+#include "table.h"
+
+void bs_attempt_init(struct bs_attempt *a, uint64_t start, uint64_t max_elapsed,
+		     uint32_t max_attempts, uint64_t prog_timeout)
+{
+	bs_budget_init(&a->b, start, max_elapsed, max_attempts, prog_timeout);
+	a->anchor_at = start;
+	a->seen_fail = 0;
+	a->resets = 0;
+	a->last_err = 0;
+	a->own_failed = 0;
+}
+
+void bs_attempt_join(struct bs_attempt *a, uint64_t state, uint32_t resets, int last_err)
+{
+	a->seen_fail = bs_state_failures(state);
+	a->resets = resets;
+	if (last_err > 0)
+		a->last_err = last_err;
+}
+
+void bs_attempt_failed(struct bs_attempt *a, int err)
+{
+	a->own_failed = 1;
+	if (err > 0)
+		a->last_err = err;
+}
+
+/* The destination's steps since the attempt last looked (all of them if
+ * its count went down: it was healthy or reset in between), and its own
+ * failure, which counts one even when it folded into another's step. */
+static void count_steps(struct bs_attempt *a, const struct bs_attempt_view *v, uint64_t now)
+{
+	uint32_t f = bs_state_failures(v->state);
+	uint32_t more = f >= a->seen_fail ? f - a->seen_fail : f;
+	uint32_t own = a->own_failed ? 1u : 0u;
+	if (more > own && v->last_err > 0)
+		a->last_err = v->last_err; /* another's failure is the newest */
+	if (more || own) {
+		bs_budget_count(&a->b, more > own ? more : own);
+		a->anchor_at = now;
+	}
+	a->seen_fail = f;
+	a->own_failed = 0;
+	if (!a->last_err && v->last_err > 0)
+		a->last_err = v->last_err;
+}
+
+uint64_t bs_attempt_due(const struct bs_attempt *a, uint64_t state, uint64_t longest_wait)
+{
+	uint64_t next = bs_state_next_at(state);
+	uint64_t bound = a->anchor_at + longest_wait;
+	if (bound < a->anchor_at)
+		bound = UINT64_MAX;
+	return next < bound ? next : bound;
+}
+
+static struct bs_decision verdict(enum bs_verdict v, uint64_t until, int reset)
+{
+	struct bs_decision d = {v, until, reset, 0};
+	return d;
+}
+
+/* Due: the probe, unless a live holder still has it. */
+static struct bs_decision probe_or_wait(struct bs_attempt *a, const struct bs_attempt_view *v,
+					uint64_t now, int join)
+{
+	uint64_t stale = bs_probe_stale_at(v->probe);
+	if (v->probe && stale > now && v->probe_live) {
+		uint64_t end = bs_budget_end(&a->b);
+		return verdict(BS_WAIT, stale < end ? stale : end, 0);
+	}
+	struct bs_decision d = verdict(BS_TAKE_PROBE, now, 0);
+	d.join = join;
+	return d;
+}
+
+struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attempt_view *v,
+				     uint64_t now, uint64_t longest_wait)
+{
+	count_steps(a, v, now);
+	if (v->resets != a->resets) {
+		a->resets = v->resets; /* the operator says it is back: go now */
+		return verdict(BS_GO, now, 1);
+	}
+	if (bs_budget_check(&a->b, now) != BS_STOP_NONE)
+		return verdict(BS_END, now, 0);
+	if (bs_state_may_attempt(v->state))
+		return verdict(BS_GO, now, 0);
+	uint64_t due = bs_attempt_due(a, v->state, longest_wait);
+	int join = v->join_at < due;
+	uint64_t at = join ? v->join_at : due;
+	if (now >= at)
+		return probe_or_wait(a, v, now, join && now < due);
+	if (bs_budget_check_next(&a->b, at) != BS_STOP_NONE)
+		return verdict(BS_END, now, 0);
+	return verdict(BS_WAIT, at, 0);
+}

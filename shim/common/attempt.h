@@ -1,0 +1,91 @@
+/*
+ * attempt: the retry of one program connect(), decided in one place.
+ *
+ * Promise: pure. No I/O, no clock reads, no globals, no allocation: the
+ * caller passes what it read of the destination (its table entry, which a
+ * shared table makes other processes' word: untrusted) and the time, and
+ * gets a verdict: go now, take the destination's one probe (single
+ * flight), wait until a time, or stop (why). Async-signal-safe.
+ *
+ * Every engine carries verdicts out and decides nothing itself: the
+ * blocking loop (engine.c) waits on the entry, a parked socket (park.c)
+ * stays parked until the time, retry mode (nonblock.c) waits in the
+ * program's readiness call. The same rules hold for all of them:
+ *  - steps: each new failure step of the destination since the attempt
+ *    last looked counts one against its budget; its own failure counts one
+ *    even when it folded into another's step;
+ *  - a reset by the operator sends it at once, and says so;
+ *  - the budget (max_attempts, max_elapsed, the program's SO_SNDTIMEO) is
+ *    checked now, and against the next due time before any wait;
+ *  - healthy or on probation: go, no probe needed;
+ *  - otherwise it is due at the entry's next allowed time, but never later
+ *    than the schedule's longest wait after the attempt last learned of a
+ *    new step (a table whose prober died, or garbage, cannot hold it);
+ *  - due: a probe held by a live holder and not yet stale is waited for;
+ *    else the attempt takes the probe.
+ */
+#ifndef BS_ATTEMPT_H
+#define BS_ATTEMPT_H
+
+#include <stdint.h>
+
+#include "budget.h"
+
+struct bs_attempt {
+	struct bs_budget b; /* its budget; b.attempts counts its failed steps */
+	uint64_t anchor_at; /* when it last learned of a new step */
+	uint32_t seen_fail; /* the destination's failure count last seen */
+	uint32_t resets;    /* the destination's reset count last seen */
+	int last_err;       /* the last real error: its own, or the destination's */
+	int own_failed;     /* its own attempt failed since it last looked */
+};
+
+/* What the caller read of the destination. */
+struct bs_attempt_view {
+	uint64_t state;  /* table.h's state word (0: no entry, healthy) */
+	uint64_t probe;  /* table.h's probe word */
+	uint32_t resets; /* the entry's reset count */
+	int last_err;    /* the entry's last error */
+	int probe_live;  /* the caller knows the probe's holder to be alive
+			  * (or cannot tell: then 1, and staleness decides) */
+	uint64_t join_at; /* a newcomer to a shared schedule may go at this
+			   * time, after claiming it (engine.c's join rule);
+			   * UINT64_MAX: not a newcomer */
+};
+
+enum bs_verdict {
+	BS_GO,    /* attempt now, no probe needed (healthy, probation, reset) */
+	BS_TAKE_PROBE, /* due: take the probe (then check the state is unchanged) */
+	BS_WAIT,  /* not yet: until `until` */
+	BS_END,   /* the budget is spent: a->b.stop says why */
+};
+
+struct bs_decision {
+	enum bs_verdict verdict;
+	uint64_t until; /* BS_WAIT: until when (ns) */
+	int reset;      /* an operator's reset was noticed (the caller logs it) */
+	int join;       /* BS_TAKE_PROBE as a newcomer: claim join_at first */
+};
+
+/* The one place a connect's budget is built: a call that started at
+ * `start`, with the config's max_elapsed and max_attempts (0: no limit)
+ * and the program's SO_SNDTIMEO (BS_BUDGET_NO_TIMEOUT for none). */
+void bs_attempt_init(struct bs_attempt *a, uint64_t start, uint64_t max_elapsed,
+		     uint32_t max_attempts, uint64_t prog_timeout);
+
+/* The attempt begins watching the destination in `state` (its failures
+ * before this call are not this call's), with `resets` and `last_err`. */
+void bs_attempt_join(struct bs_attempt *a, uint64_t state, uint32_t resets, int last_err);
+
+/* Its own attempt failed with err (counted at the next decision). */
+void bs_attempt_failed(struct bs_attempt *a, int err);
+
+/* The verdict at `now`. longest_wait: policy.h's bs_policy_longest_wait. */
+struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attempt_view *v,
+				     uint64_t now, uint64_t longest_wait);
+
+/* The due time the decision used: the entry's next allowed time, bounded
+ * by longest_wait after anchor_at. */
+uint64_t bs_attempt_due(const struct bs_attempt *a, uint64_t state, uint64_t longest_wait);
+
+#endif

@@ -1,0 +1,203 @@
+/* Unit tests for attempt.c: the one place a connect's retry is decided.
+ * Pure: every state word, probe word and time is made up here. */
+#include "unit.h"
+#include "unit_time.h"
+
+#include "attempt.h"
+#include "table.h"
+
+#define T0 (1000 * SEC)
+#define LONGEST (3 * SEC)
+
+/* A view of a destination in state s (no probe, no reset, no newcomer). */
+static struct bs_attempt_view view(uint64_t s)
+{
+	struct bs_attempt_view v = {s, 0, 0, 0, 1, UINT64_MAX};
+	return v;
+}
+
+static struct bs_attempt fresh(uint64_t max_elapsed, uint32_t max_attempts)
+{
+	struct bs_attempt a;
+	bs_attempt_init(&a, T0, max_elapsed, max_attempts, BS_BUDGET_NO_TIMEOUT);
+	return a;
+}
+
+static void test_healthy_and_probation_go(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 0);
+	struct bs_attempt_view v = view(0);
+	struct bs_decision d = bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_int_equal(d.verdict, BS_GO);
+	assert_int_equal(d.reset, 0);
+	v = view(bs_state_make(T0 + 5 * SEC, 3) | BS_PROBATION);
+	assert_int_equal(bs_attempt_decide(&a, &v, T0, LONGEST).verdict, BS_GO);
+}
+
+/* Backing off: wait until the next allowed time, then take the probe. */
+static void test_wait_then_probe(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 0);
+	uint64_t s = bs_state_make(T0 + 2 * SEC, 1);
+	bs_attempt_join(&a, s, 0, 111);
+	struct bs_attempt_view v = view(s);
+	struct bs_decision d = bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_int_equal(d.verdict, BS_WAIT);
+	assert_true(d.until == T0 + 2 * SEC);
+	assert_int_equal(a.b.attempts, 0); /* joined: earlier failures are not its */
+	d = bs_attempt_decide(&a, &v, T0 + 2 * SEC, LONGEST);
+	assert_int_equal(d.verdict, BS_TAKE_PROBE);
+	assert_int_equal(d.join, 0);
+	assert_int_equal(a.last_err, 111);
+}
+
+/* A probe held by a live holder is waited for until it goes stale (or the
+ * budget ends); a stale one, or a dead holder's, is taken over. */
+static void test_single_flight(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(10 * SEC, 0);
+	uint64_t s = bs_state_make(T0, 1);
+	bs_attempt_join(&a, s, 0, 0);
+	struct bs_attempt_view v = view(s);
+	v.probe = bs_probe_make(T0 + 4 * SEC, 77);
+	struct bs_decision d = bs_attempt_decide(&a, &v, T0 + SEC, LONGEST);
+	assert_int_equal(d.verdict, BS_WAIT);
+	assert_true(d.until == bs_probe_stale_at(v.probe)); /* (ms, rounded up) */
+	v.probe = bs_probe_make(T0 + 30 * SEC, 77); /* past the budget's end */
+	d = bs_attempt_decide(&a, &v, T0 + SEC, LONGEST);
+	assert_true(d.verdict == BS_WAIT && d.until == T0 + 10 * SEC);
+	assert_int_equal(bs_attempt_decide(&a, &v, T0 + 10 * SEC, LONGEST).verdict, BS_END);
+	a = fresh(0, 0);
+	bs_attempt_join(&a, s, 0, 0);
+	v.probe = bs_probe_make(T0 + 4 * SEC, 77);
+	assert_int_equal(bs_attempt_decide(&a, &v, bs_probe_stale_at(v.probe), LONGEST).verdict,
+			 BS_TAKE_PROBE);
+	v.probe_live = 0;
+	assert_int_equal(bs_attempt_decide(&a, &v, T0 + SEC, LONGEST).verdict, BS_TAKE_PROBE);
+}
+
+/* Steps: each new failure of the destination counts one; its own failure
+ * counts one even when it folded into another's step; a count that went
+ * down (healthy or reset in between) counts all it shows. */
+static void test_steps(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 0);
+	bs_attempt_join(&a, bs_state_make(T0, 2), 0, 0);
+	struct bs_attempt_view v = view(bs_state_make(T0 + 100 * SEC, 5));
+	v.last_err = 113;
+	bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_int_equal(a.b.attempts, 3);
+	assert_int_equal(a.last_err, 113);
+	bs_attempt_failed(&a, 111); /* folded: the count did not move */
+	bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_int_equal(a.b.attempts, 4);
+	assert_int_equal(a.last_err, 111);
+	bs_attempt_failed(&a, 111); /* its own, published: one, not two */
+	v = view(bs_state_make(T0 + 100 * SEC, 6));
+	v.last_err = 111;
+	bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_int_equal(a.b.attempts, 5);
+	v = view(bs_state_make(T0 + 100 * SEC, 2)); /* went healthy, failed twice */
+	bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_int_equal(a.b.attempts, 7);
+	assert_int_equal(a.seen_fail, 2);
+}
+
+/* The table's word is advice: a next time beyond the schedule's longest
+ * wait after the attempt last learned of a step is cut to that; a new
+ * step moves the anchor. */
+static void test_untrusted_next_time(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 0);
+	uint64_t s = bs_state_make(T0 + 3600 * SEC, 1);
+	bs_attempt_join(&a, s, 0, 0);
+	struct bs_attempt_view v = view(s);
+	struct bs_decision d = bs_attempt_decide(&a, &v, T0 + SEC, LONGEST);
+	assert_true(d.verdict == BS_WAIT && d.until == T0 + LONGEST);
+	assert_int_equal(bs_attempt_decide(&a, &v, T0 + LONGEST, LONGEST).verdict, BS_TAKE_PROBE);
+	v = view(bs_state_make(T0 + 3600 * SEC, 2));
+	d = bs_attempt_decide(&a, &v, T0 + 5 * SEC, LONGEST);
+	assert_true(d.verdict == BS_WAIT && d.until == T0 + 5 * SEC + LONGEST);
+	/* an anchor near the end of time saturates */
+	a.anchor_at = UINT64_MAX - SEC;
+	assert_true(bs_attempt_due(&a, s, LONGEST) == T0 + 3600 * SEC);
+}
+
+/* An operator's reset sends it at once, once, whatever the state says. */
+static void test_reset(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 0);
+	uint64_t s = bs_state_make(T0 + 60 * SEC, 4);
+	bs_attempt_join(&a, s, 7, 0);
+	struct bs_attempt_view v = view(s);
+	v.resets = 8;
+	struct bs_decision d = bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_true(d.verdict == BS_GO && d.reset);
+	d = bs_attempt_decide(&a, &v, T0, LONGEST);
+	assert_true(d.verdict == BS_WAIT && !d.reset);
+}
+
+/* The budget: checked now, and against the next due time before a wait. */
+static void test_budget_ends(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 2);
+	uint64_t s = bs_state_make(T0 + SEC, 1);
+	bs_attempt_join(&a, bs_state_make(T0, 0), 0, 0);
+	struct bs_attempt_view v = view(s);
+	assert_int_equal(bs_attempt_decide(&a, &v, T0, LONGEST).verdict, BS_WAIT);
+	v = view(bs_state_make(T0 + 2 * SEC, 2));
+	assert_int_equal(bs_attempt_decide(&a, &v, T0, LONGEST).verdict, BS_END);
+	assert_int_equal(a.b.stop, BS_STOP_MAX_ATTEMPTS);
+
+	a = fresh(1500 * MS, 0);
+	bs_attempt_join(&a, s, 0, 0);
+	v = view(bs_state_make(T0 + 2 * SEC, 1));
+	assert_int_equal(bs_attempt_decide(&a, &v, T0, LONGEST).verdict, BS_END);
+	assert_int_equal(a.b.stop, BS_STOP_NEXT_ELAPSED);
+	a = fresh(1500 * MS, 0);
+	bs_attempt_join(&a, s, 0, 0);
+	v = view(s);
+	assert_int_equal(bs_attempt_decide(&a, &v, T0 + 1500 * MS, LONGEST).verdict, BS_END);
+	assert_int_equal(a.b.stop, BS_STOP_MAX_ELAPSED);
+}
+
+/* A newcomer to a shared schedule goes at join_at when that is earlier
+ * than the schedule's time, claiming it (join set); not when it is later. */
+static void test_newcomer(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 0);
+	uint64_t s = bs_state_make(T0 + 10 * SEC, 3);
+	bs_attempt_join(&a, s, 0, 0);
+	struct bs_attempt_view v = view(s);
+	v.join_at = T0 + SEC;
+	struct bs_decision d = bs_attempt_decide(&a, &v, T0, LONGEST * 10);
+	assert_true(d.verdict == BS_WAIT && d.until == T0 + SEC);
+	d = bs_attempt_decide(&a, &v, T0 + SEC, LONGEST * 10);
+	assert_true(d.verdict == BS_TAKE_PROBE && d.join);
+	v.join_at = T0 + 20 * SEC;
+	d = bs_attempt_decide(&a, &v, T0 + SEC, LONGEST * 10);
+	assert_true(d.verdict == BS_WAIT && d.until == T0 + 10 * SEC);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_healthy_and_probation_go),
+		cmocka_unit_test(test_wait_then_probe),
+		cmocka_unit_test(test_single_flight),
+		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_untrusted_next_time),
+		cmocka_unit_test(test_reset),
+		cmocka_unit_test(test_budget_ends),
+		cmocka_unit_test(test_newcomer),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
