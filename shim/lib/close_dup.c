@@ -2,6 +2,7 @@
  * O_ASYNC), close_range, closefrom: keep the fd table in step with the
  * program's descriptors. Untracked fds cost one load; other fcntl commands
  * one compare. */
+#include "outcome.h"
 #include "custody.h"
 #include "park.h"
 #include "real.h"

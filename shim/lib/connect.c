@@ -2,6 +2,11 @@
  * destinations the shim cares about to the engine; everything else goes
  * straight to libc. A repeated connect() on a socket whose non-blocking
  * connect is in flight is how some clients (hiredis) learn its outcome. */
+#include "outcome.h"
+#include "responsive.h"
+#include "nonblock.h"
+#include "engine.h"
+#include "defer.h"
 #include "addr.h"
 #include "clock.h"
 #include "log.h"
@@ -67,7 +72,7 @@ static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *a
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_PARKED) {
 		/* still connecting, to the program (its retry sent if due) */
-		st = bs_park_run_fd(fd, bs_now());
+		st = bs_defer_run_fd(fd, bs_now());
 		if (st == BS_FD_PARKED || st == BS_FD_CONNECTING)
 			return errno = EALREADY, -1;
 	}

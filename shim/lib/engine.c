@@ -7,6 +7,9 @@
  * destination's next allowed time, lets one caller per destination probe
  * (single flight), and publishes each outcome to every waiter.
  */
+#include "nonblock.h"
+#include "outcome.h"
+#include "engine.h"
 #include "addr.h"
 #include "attempt.h"
 #include "clock.h"

@@ -15,6 +15,8 @@
  * from the results in defer mode, retried in the call in retry mode. The
  * call then goes on waiting for the rest of the program's own timeout.
  */
+#include "outcome.h"
+#include "defer.h"
 #include "clock.h"
 #include "park.h"
 #include "real.h"
@@ -131,7 +133,7 @@ static int screened(const struct call *c, struct epoll_event *e)
 			e->events |= EPOLLERR;
 		return 1;
 	}
-	switch (bs_park_screen(fd)) {
+	switch (bs_defer_screen(fd)) {
 	case BS_SCREEN_HIDE:
 		return 0;
 	case BS_SCREEN_EINTR:
@@ -162,7 +164,7 @@ static int screen(const struct call *c, int n)
 static int wait_round(void *call, uint64_t now)
 {
 	const struct call *c = call;
-	uint64_t wake = bs_park_run(now);
+	uint64_t wake = bs_defer_run(now);
 	return real_wait(c, bs_park_round_wait(now, c->deadline, wake));
 }
 

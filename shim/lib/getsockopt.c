@@ -1,5 +1,8 @@
 /* getsockopt(SO_ERROR): where most clients (curl, libpq, CPython, libuv)
  * learn the outcome of a non-blocking connect. */
+#include "outcome.h"
+#include "nonblock.h"
+#include "defer.h"
 #include "clock.h"
 #include "park.h"
 #include "real.h"
@@ -16,7 +19,7 @@ static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 		return r;
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_PARKED) /* still connecting, to the program */
-		st = bs_park_run_fd(fd, bs_now());
+		st = bs_defer_run_fd(fd, bs_now());
 	if (st == BS_FD_FAILED && *(int *)val == 0) {
 		*(int *)val = bs_owed_take(fd); /* read away by poll() */
 		return r;

@@ -1,6 +1,4 @@
 /* init: constructor, config loading and process-wide state. See shim.h. */
-#include "custody.h"
-#include "park.h"
 #include "shared.h"
 #include "version.h"
 #include "shim.h"
@@ -326,12 +324,9 @@ static void init(void)
 			memcpy(r, at, sizeof r);
 		g_seed = r[0] ^ bs_mix64(r[1] ^ (uint64_t)getpid());
 	}
-	bs_custody_start();
 	setup_fds();
 	if (!g_cfg.disable)
 		bs_tab_g = bs_shared_map(&g_cfg, &g_table);
-	bs_role_detect_inherited();
-	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
 	bs_errno_off_g = (char *)&errno - (char *)__builtin_thread_pointer();

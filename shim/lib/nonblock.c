@@ -10,6 +10,10 @@
  *          with the destination's last error and sends nothing;
  *   off:   not handled at all.
  */
+#include "role.h"
+#include "responsive.h"
+#include "outcome.h"
+#include "nonblock.h"
 #include "addr.h"
 #include "attempt.h"
 #include "clock.h"
@@ -274,7 +278,7 @@ static int settled(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 	} else {
 		bs_outcome_forget(fd);
 	}
-	bs_park_let_probe_go(d->key, probe);
+	bs_outcome_let_probe_go(d->key, probe);
 	return err;
 }
 
@@ -290,7 +294,7 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
 	int policy_done = bs_outcome_failed_within(cfg, d, t0, err,
 						   fallback ? 0 : bs_park_budget_end(cfg, fd));
-	bs_park_let_probe_go(d->key, probe);
+	bs_outcome_let_probe_go(d->key, probe);
 	if (policy_done && !fallback && d->addr)
 		give_up_policy(fd, d, start, err);
 	if (policy_done || fallback || !d->addr) {
@@ -318,7 +322,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 		return err;
 	/* the probe is let go only once the outcome is published: no other
 	 * attempt may go out on the state from before it */
-	uint64_t probe = bs_park_take_probe(fd);
+	uint64_t probe = bs_outcome_take_probe(fd);
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
 	uint64_t t0 = atomic_load(&sl->since),

@@ -9,9 +9,9 @@
 #include "custody.h"
 #include "errname.h"
 #include "log.h"
-#include "park.h"
 #include "policy.h"
-#include "shim.h"
+#include "outcome.h"
+#include "role.h"
 #include "shared.h"
 #include "sock.h"
 
@@ -370,7 +370,7 @@ void bs_outcome_closed(int fd)
 		connected_unseen(fd, s);
 		/* fall through */
 	case BS_FD_PARKED:
-		bs_park_outcome_learned(fd); /* a probe closed: others may go */
+		bs_outcome_probe_learned(fd); /* a probe closed: others may go */
 		break;
 	case BS_FD_PROBATION:
 		/* (a destination not in backoff has nothing to reset: no
@@ -402,4 +402,33 @@ int bs_owed_holds(int fd)
 int bs_owed_take(int fd)
 {
 	return bs_owed_holds(fd) ? bs_fd_take_err(bs_fds(), fd) : 0;
+}
+
+void bs_owe_now(int fd, int err)
+{
+	struct bs_sock_ident id;
+	if (bs_sock_ident(fd, &id))
+		bs_owe(fd, &id, err);
+	else
+		bs_outcome_forget(fd);
+}
+
+uint64_t bs_outcome_take_probe(int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	return s && atomic_load(&s->probe) ? atomic_exchange(&s->probe, 0) : 0;
+}
+
+void bs_outcome_let_probe_go(uint64_t key, uint64_t probe)
+{
+	struct bs_entry *e;
+	if (probe && (e = bs_table_find(bs_tab(), key)) != NULL)
+		bs_probe_release(e, probe);
+}
+
+void bs_outcome_probe_learned(int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	if (s && atomic_load(&s->probe))
+		bs_outcome_let_probe_go(atomic_load(&s->key), bs_outcome_take_probe(fd));
 }

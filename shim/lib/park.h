@@ -33,7 +33,7 @@
 /* A readiness call that holds parked sockets wakes at least this often to
  * re-check their destinations (a success elsewhere releases them). */
 #define BS_PARK_RECHECK (200 * BS_NS_PER_MS)
-/* No parked socket is due: bs_park_run() returns this. */
+/* No parked socket is due: bs_defer_run() returns this. */
 #define BS_PARK_NEVER BS_TIMEOUT_NONE
 
 /* Is fd parked? One load: the question of the paths that only look. */
@@ -70,47 +70,21 @@ uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd);
  * EINPROGRESS), 0 if the attempt should go out. */
 int bs_park_waiting(const struct bs_config *cfg, int fd, int err);
 
-/* fd's attempt has an outcome (learned by any wrapper): if it was its
- * destination's probe, the probe is released. */
-void bs_park_outcome_learned(int fd);
-/* The same in two halves, so that the outcome is published in between:
- * take the probe fd's attempt holds (0 if none), and let it go. */
-uint64_t bs_park_take_probe(int fd);
-void bs_park_let_probe_go(uint64_t key, uint64_t probe);
-
-/* Give every parked socket of the process that is due its next attempt
- * (reconnect it), or its end (budget spent: the last error becomes owed
- * and the socket is back in its epoll set). Returns the earliest time (ns)
- * at which a parked socket needs looking at again, capped at
- * now + BS_PARK_RECHECK, or BS_PARK_NEVER if none is parked. */
-uint64_t bs_park_run(uint64_t now);
-
 /* End fd's parking now (the illusion cannot be kept): its last error is
  * owed to the program, and it is back in its epoll set. */
 void bs_park_end(int fd);
 
-/* The same for one parked socket (a call that touches it). Returns its
- * state afterwards (BS_FD_PARKED if still parked), or BS_FD_NONE if the
- * shim does not hold it (bs_park_holds): the call passes through. */
-unsigned bs_park_run_fd(int fd, uint64_t now);
-
-/* A readiness call saw fd (connecting) with an error or hangup. In defer
- * and retry modes, learn the outcome the way a program would (SO_ERROR),
- * publish it, and park fd (defer) or retry it in the call (retry). Says
- * what the readiness call reports for fd:
- *   KEEP:      the report as it is (the error, if read away, is owed to the
- *              program's next look: bs_owed_take);
- *   HIDE:      nothing (fd is parked now);
- *   CONNECTED: writable (retry mode connected it);
- *   EINTR:     nothing, and the readiness call fails with EINTR (a signal
- *              handler ended retry mode's wait). */
-enum bs_screen { BS_SCREEN_KEEP, BS_SCREEN_HIDE, BS_SCREEN_CONNECTED, BS_SCREEN_EINTR };
-enum bs_screen bs_park_screen(int fd);
-
-/* As bs_park_screen for readiness APIs that report a failed connect only
- * as readable/writable (select): asks the kernel first whether fd has
- * failed, without reading the error. */
-enum bs_screen bs_park_screen_ready(int fd);
+/* The attempt model's verdict (attempt.h) for fd, parked, whose
+ * destination is e, at now; the attempt as its slot keeps it in *a. */
+struct bs_attempt;
+struct bs_decision bs_park_judge(const struct bs_config *cfg, int fd, struct bs_entry *e,
+				 uint64_t now, struct bs_attempt *a);
+/* Its budget is spent: the program sees its last real error (owed), and
+ * the give-up line says why (b). Returns its state now (BS_FD_FAILED). */
+struct bs_budget;
+unsigned bs_park_spent(const struct bs_config *cfg, int fd, const struct bs_budget *b);
+/* fd is reconnecting: back into its epoll set, if the shim took it out. */
+void bs_park_rejoin(int fd);
 
 /* fork() is about to run (pthread_atfork's prepare handler): no socket in
  * flight is hidden from now on, by either process. */
@@ -130,7 +104,7 @@ int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint6
 		   int (*screen)(void *call, int r));
 
 /* The ns a round waits from now (BS_TIMEOUT_NONE: no limit): until the
- * program's deadline, or until `wake` (bs_park_run's) if earlier and the
+ * program's deadline, or until `wake` (bs_defer_run's) if earlier and the
  * round hides parked sockets or must re-check them. */
 uint64_t bs_park_round_wait(uint64_t now, uint64_t deadline, uint64_t wake);
 

@@ -7,12 +7,14 @@
  *    socket is reconnected and a success elsewhere noticed; the call then
  *    goes on waiting for the rest of the program's own timeout;
  *  - a connecting socket reported with POLLERR/POLLHUP is screened
- *    (bs_park_screen): parked and hidden in defer mode, retried here in
+ *    (bs_defer_screen): parked and hidden in defer mode, retried here in
  *    retry mode (the calling thread blocks, as in every retry-mode wait).
  * With more entries than the copy holds, nothing is hidden or screened:
  * the sockets in flight among them are never parked (custody.h), and the
  * parked ones end, their last error owed to the program.
  */
+#include "outcome.h"
+#include "defer.h"
 #include "clock.h"
 #include "park.h"
 #include "real.h"
@@ -61,7 +63,7 @@ static short screened(const struct pollfd *p, int *intr)
 		return p->fd < 0 ? 0 : p->revents;
 	if (bs_owed_holds(p->fd))
 		return p->revents | POLLERR; /* its error was read away: owed */
-	switch (bs_park_screen(p->fd)) {
+	switch (bs_defer_screen(p->fd)) {
 	case BS_SCREEN_EINTR:
 		*intr = 1;
 		/* fall through */
@@ -91,7 +93,7 @@ static int report(const struct call *c, const struct pollfd *set)
 static int wait_round(void *call, uint64_t now)
 {
 	struct call *c = call;
-	uint64_t wake = bs_park_run(now);
+	uint64_t wake = bs_defer_run(now);
 	if (wake == BS_PARK_NEVER) {
 		c->used = c->fds;
 		return real_wait(c, c->fds, bs_timeout_left(now, c->deadline));

@@ -11,6 +11,10 @@
  *    is never resent. A datagram socket's errors are returned as they are
  *    and never touch a destination's state.
  */
+#include "fastopen.h"
+#include "outcome.h"
+#include "nonblock.h"
+#include "defer.h"
 #include "addr.h"
 #include "clock.h"
 #include "park.h"
@@ -167,7 +171,7 @@ static int owed(int fd)
  * the socket (custody.h): then the call goes through. */
 static ssize_t parked(const struct op *o)
 {
-	unsigned st = bs_park_run_fd(o->fd, bs_now());
+	unsigned st = bs_defer_run_fd(o->fd, bs_now());
 	if (st == BS_FD_NONE)
 		return redo(o);
 	if (st == BS_FD_FAILED && owed(o->fd))

@@ -7,6 +7,9 @@
  * call retries within its budget; a non-blocking one waits (retry mode) or
  * not (pace, off) and reports its outcome like any other.
  */
+#include "role.h"
+#include "outcome.h"
+#include "responsive.h"
 #include "addr.h"
 #include "attempt.h"
 #include "budget.h"

@@ -1,7 +1,7 @@
-/* role: is this process a client or a server? See shim.h (bs_nb_mode). */
+/* role: is this process a client or a server? See role.h. */
 #include "addr.h"
 #include "real.h"
-#include "shim.h"
+#include "role.h"
 #include "sock.h"
 
 #include <errno.h>
@@ -31,7 +31,8 @@ static int listen_fds(void)
 	return n > LISTEN_FDS_MAX ? LISTEN_FDS_MAX : n;
 }
 
-void bs_role_detect_inherited(void)
+/* When the library loads: an inherited listening socket makes a server. */
+__attribute__((constructor)) static void role_at_load(void)
 {
 	/* inetd ("wait" services) passes its listening socket as 0;
 	 * systemd passes LISTEN_FDS of them from 3 on */
@@ -43,42 +44,46 @@ void bs_role_detect_inherited(void)
 		}
 }
 
-static void is_up(const void *addr, socklen_t len)
+/* The key of addr (len bytes) into keys[n], if there is room. */
+static int key_into(uint64_t keys[BS_ROLE_KEYS], int n, const void *addr, socklen_t len)
 {
-	bs_outcome_healthy(bs_addr_key((const struct sockaddr *)addr, len));
+	if (n < BS_ROLE_KEYS)
+		keys[n++] = bs_addr_key((const struct sockaddr *)addr, len);
+	return n;
 }
 
 /* The address fd listens on is up: this process serves it. A connect of
  * its own to it (a test suite that connects to its own listener) gets no
  * made-up refusal from an earlier failure of that destination. A wildcard
  * address is reached through loopback. */
-void bs_role_listening(int fd)
+int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof ss;
-	int saved = errno;
-	if (syscall(SYS_getsockname, fd, &ss, &len) == 0 && len <= sizeof ss) {
-		if (ss.ss_family == AF_INET) {
-			struct sockaddr_in in;
-			memcpy(&in, &ss, sizeof in);
-			is_up(&in, sizeof in);
-			if (in.sin_addr.s_addr == htonl(INADDR_ANY)) {
-				in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-				is_up(&in, sizeof in);
-			}
-		} else if (ss.ss_family == AF_INET6) {
-			struct sockaddr_in6 in6;
-			memcpy(&in6, &ss, sizeof in6);
-			is_up(&in6, sizeof in6);
-			if (IN6_IS_ADDR_UNSPECIFIED(&in6.sin6_addr)) {
-				struct sockaddr_in in = {.sin_family = AF_INET,
-							 .sin_port = in6.sin6_port,
-							 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-				in6.sin6_addr = in6addr_loopback;
-				is_up(&in6, sizeof in6);
-				is_up(&in, sizeof in);
-			}
+	int saved = errno, n = 0;
+	if (syscall(SYS_getsockname, fd, &ss, &len) != 0 || len > sizeof ss)
+		return errno = saved, 0;
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in in;
+		memcpy(&in, &ss, sizeof in);
+		n = key_into(keys, n, &in, sizeof in);
+		if (in.sin_addr.s_addr == htonl(INADDR_ANY)) {
+			in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			n = key_into(keys, n, &in, sizeof in);
+		}
+	} else if (ss.ss_family == AF_INET6) {
+		struct sockaddr_in6 in6;
+		memcpy(&in6, &ss, sizeof in6);
+		n = key_into(keys, n, &in6, sizeof in6);
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6.sin6_addr)) {
+			struct sockaddr_in in = {.sin_family = AF_INET,
+						 .sin_port = in6.sin6_port,
+						 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+			in6.sin6_addr = in6addr_loopback;
+			n = key_into(keys, n, &in6, sizeof in6);
+			n = key_into(keys, n, &in, sizeof in);
 		}
 	}
 	errno = saved;
+	return n;
 }

@@ -10,6 +10,8 @@
  * rest of the program's own timeout. nfds beyond FD_SETSIZE: passed through,
  * the parked sockets in its sets ended first (their last error owed).
  */
+#include "outcome.h"
+#include "defer.h"
 #include "clock.h"
 #include "park.h"
 #include "real.h"
@@ -79,7 +81,7 @@ static int screen(const struct call *c, struct sets *s)
 	for (int fd = 0; fd < c->n; fd++) {
 		int ready = FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e);
 		if (ready && bs_fd_state(bs_fds(), fd) == BS_FD_CONNECTING) {
-			enum bs_screen v = bs_park_screen_ready(fd);
+			enum bs_screen v = bs_defer_screen_ready(fd);
 			if (v == BS_SCREEN_EINTR)
 				return -1;
 			if (v == BS_SCREEN_HIDE)
@@ -108,7 +110,7 @@ static void hand_back(const struct call *c, const struct sets *s)
 static int wait_round(void *call, uint64_t now)
 {
 	struct call *c = call;
-	uint64_t wake = bs_park_run(now);
+	uint64_t wake = bs_defer_run(now);
 	if (!hide_parked(c, &c->got))
 		wake = BS_PARK_NEVER; /* none of the program's: its own timeout */
 	return real_wait(c, &c->got, bs_park_round_wait(now, c->deadline, wake));

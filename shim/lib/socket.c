@@ -4,7 +4,8 @@
  * store when the slot is already clean. A process that listens or accepts
  * is a server (role.c). */
 #include "real.h"
-#include "shim.h"
+#include "outcome.h"
+#include "role.h"
 
 static int with_clean_slot(int fd)
 {
@@ -27,8 +28,10 @@ static int do_listen(int fd, int backlog)
 {
 	int r = bs_real_listen(fd, backlog);
 	if (r == 0) {
+		uint64_t keys[BS_ROLE_KEYS];
 		bs_role_is_server();
-		bs_role_listening(fd);
+		for (int i = bs_role_listening(fd, keys); i > 0; i--)
+			bs_outcome_healthy(keys[i - 1]); /* served here: up */
 	}
 	return r;
 }

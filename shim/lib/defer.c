@@ -1,0 +1,194 @@
+/* defer: the rounds of defer mode. A readiness call's report of a
+ * connecting socket is screened here (the failure learned, published, and
+ * the socket parked or retried), and every parked socket is given its next
+ * step when the attempt model says so: reconnected, or ended. See defer.h. */
+#include "defer.h"
+
+#include "attempt.h"
+#include "clock.h"
+#include "custody.h"
+#include "log.h"
+#include "nonblock.h"
+#include "outcome.h"
+#include "park.h"
+#include "policy.h"
+#include "real.h"
+#include "role.h"
+#include "sock.h"
+
+#include <errno.h>
+
+#define PROBE_GRACE (1 * BS_NS_PER_SEC)
+/* a probe of a parked socket names no thread: 0 is no thread's tid */
+#define PARK_PROBE_TID 0u
+
+static struct bs_fdslot *slot(int fd)
+{
+	return bs_fd_slot(bs_fds(), fd);
+}
+
+/* The destination is due: this socket takes its one probe, unless the
+ * probe before it published its outcome (then let go) after this thread
+ * read the state: then it is judged again on the next round. */
+static int take_probe(const struct bs_config *cfg, struct bs_entry *e, struct bs_fdslot *s,
+		      uint64_t state, uint64_t now)
+{
+	uint64_t p = atomic_load(&e->probe);
+	uint64_t mine = bs_probe_make(now + PROBE_GRACE + bs_policy_attempt_timeout(&cfg->policy, 0),
+				      PARK_PROBE_TID);
+	if (p && bs_probe_stale_at(p) > now)
+		return 0;
+	if (!bs_probe_take(e, p, mine))
+		return 0;
+	if (atomic_load(&e->state) != state) {
+		bs_probe_release(e, mine);
+		return 0;
+	}
+	atomic_store(&s->probe, mine);
+	return 1;
+}
+
+/* The reconnect: the program's socket, non-blocking as the program made
+ * it. Returns the socket's state after it. */
+static unsigned reconnected(const struct bs_config *cfg, int fd, uint64_t now)
+{
+	struct sockaddr_storage ss;
+	struct bs_dest d = bs_fd_dest(fd, &ss);
+	int saved = errno;
+	int r = d.addr ? bs_real_connect(fd, d.addr, d.len) : -1;
+	int err = r == 0 ? 0 : d.addr ? errno : EBADF;
+	if (r < 0 && err == ECONNABORTED) { /* see sock.h */
+		r = bs_real_connect(fd, d.addr, d.len);
+		err = r == 0 ? 0 : errno;
+	}
+	errno = saved;
+	bs_fd_set(bs_fds(), fd, BS_FD_CONNECTING, now);
+	bs_park_rejoin(fd);
+	if (r != 0 && err != EINPROGRESS && err != EALREADY) {
+		/* failed at once: an outcome like any other */
+		int res = bs_nb_outcome(cfg, fd, err, 0);
+		if (res != BS_NB_PARKED_NOW)
+			bs_owe_now(fd, res ? res : err); /* to its next look */
+	} /* (a connect at once: the program learns it as usual) */
+	return bs_fd_state(bs_fds(), fd);
+}
+
+static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
+{
+	const struct bs_config *cfg = bs_active();
+	if (!cfg)
+		return BS_FD_PARKED;
+	struct sockaddr_storage ss;
+	struct bs_dest d = bs_fd_dest(fd, &ss);
+	if (d.addr)
+		cfg = bs_cfg_for(cfg, d.addr, d.len);
+	struct bs_entry *e = bs_table_find(bs_tab(), d.key);
+	if (!e)
+		return reconnected(cfg, fd, now); /* nothing known of it now */
+	uint64_t state = atomic_load(&e->state);
+	struct bs_attempt a;
+	struct bs_decision v = bs_park_judge(cfg, fd, e, now, &a);
+	if (v.reset && bs_log_enabled(BS_LOG_INFO))
+		bs_outcome_log_reset(&d); /* the operator said the server is back */
+	switch (v.verdict) {
+	case BS_GO:
+		return reconnected(cfg, fd, now);
+	case BS_TAKE_PROBE:
+		if (take_probe(cfg, e, s, state, now))
+			return reconnected(cfg, fd, now);
+		v.until = now + BS_PARK_RECHECK / 4; /* judged again soon */
+		/* fall through */
+	case BS_WAIT:
+		if (next && v.until > now && v.until < *next)
+			*next = v.until;
+		return BS_FD_PARKED;
+	default:
+		return bs_park_spent(cfg, fd, &a.b);
+	}
+}
+
+/* One thread at a time gives a parked socket its next step; to the others
+ * it stays parked meanwhile. */
+static unsigned run_fd(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
+{
+	if (!bs_park_holds(fd))
+		return BS_FD_NONE; /* not ours to answer for: passed through */
+	if (atomic_fetch_or(&s->flags, BS_FDF_BUSY) & BS_FDF_BUSY)
+		return BS_FD_PARKED;
+	unsigned st = atomic_load(&s->state);
+	if (st == BS_FD_PARKED)
+		st = next_step(fd, s, now, next);
+	atomic_fetch_and(&s->flags, ~BS_FDF_BUSY);
+	return st;
+}
+
+unsigned bs_defer_run_fd(int fd, uint64_t now)
+{
+	struct bs_fdslot *s = slot(fd);
+	if (!s || atomic_load(&s->state) != BS_FD_PARKED)
+		return s ? atomic_load(&s->state) : BS_FD_NONE;
+	return run_fd(fd, s, now, NULL);
+}
+
+uint64_t bs_defer_run(uint64_t now)
+{
+	struct bs_fdtab *t = bs_fds();
+	if (!bs_fd_any_parked(t) || !bs_custody_here())
+		return BS_PARK_NEVER;
+	uint64_t next = now + BS_PARK_RECHECK;
+	int parked = 0;
+	unsigned high = atomic_load(&t->high);
+	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
+		struct bs_fdslot *s = &t->slots[fd];
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == BS_FD_PARKED)
+			parked += run_fd((int)fd, s, now, &next) == BS_FD_PARKED;
+	}
+	return parked ? next : BS_PARK_NEVER;
+}
+
+/* The mode that applies to fd's destination, or -1 if unknown. */
+static int mode_of(int fd, const struct bs_config **cfgp)
+{
+	const struct bs_config *cfg = bs_active();
+	uint64_t key;
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	if (!cfg || !bs_fd_read_dest(bs_fds(), fd, &key, &ss, &len) || !len)
+		return -1;
+	*cfgp = cfg;
+	return bs_nb_mode(bs_cfg_for(cfg, (const struct sockaddr *)&ss, len));
+}
+
+enum bs_screen bs_defer_screen(int fd)
+{
+	const struct bs_config *cfg;
+	struct bs_fdslot *s = slot(fd);
+	if (!s || bs_fd_slot_state(s) != BS_FD_CONNECTING)
+		return BS_SCREEN_KEEP;
+	if (!bs_custody_here())
+		return BS_SCREEN_KEEP; /* a vfork child's look: the parent's socket */
+	int mode = mode_of(fd, &cfg);
+	if (mode != BS_NB_DEFER && mode != BS_NB_RETRY)
+		return BS_SCREEN_KEEP; /* the program reads its error itself */
+	struct bs_sock_ident id;
+	int err;
+	if (!bs_sock_ident(fd, &id) || (err = bs_sock_take_error(fd)) <= 0)
+		return BS_SCREEN_KEEP;
+	int res = bs_nb_outcome(cfg, fd, err, 1);
+	if (res == BS_NB_PARKED_NOW)
+		return BS_SCREEN_HIDE;
+	if (res == BS_NB_EINTR)
+		return BS_SCREEN_EINTR;
+	if (res == 0)
+		return BS_SCREEN_CONNECTED; /* retry mode reconnected it */
+	bs_owe(fd, &id, res); /* read away here: owed to this very socket */
+	return BS_SCREEN_KEEP;
+}
+
+enum bs_screen bs_defer_screen_ready(int fd)
+{
+	if (bs_fd_state(bs_fds(), fd) != BS_FD_CONNECTING || !bs_sock_has_failed(fd))
+		return BS_SCREEN_KEEP;
+	return bs_defer_screen(fd);
+}
+

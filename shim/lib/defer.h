@@ -1,0 +1,48 @@
+/*
+ * defer: the rounds of defer mode (defer.c), above park.h's mechanics.
+ *
+ * Promise: a readiness call (poll, select, epoll) that holds connecting or
+ * parked sockets hands each report of a connecting socket to
+ * bs_defer_screen, which learns the failure as the program would, has it
+ * published and the socket parked (or retried, in retry mode); and gives
+ * every parked socket of the process its next step when the attempt model
+ * (attempt.h) says so. Only sockets the shim holds (custody.h) are
+ * answered for; anything else passes through. Nothing here blocks but
+ * retry mode's wait, which the program's own readiness call would do.
+ */
+#ifndef BS_DEFER_H
+#define BS_DEFER_H
+
+#include <stdint.h>
+
+/* Give every parked socket of the process that is due its next attempt
+ * (reconnect it), or its end (budget spent: the last error becomes owed
+ * and the socket is back in its epoll set). Returns the earliest time (ns)
+ * at which a parked socket needs looking at again, capped at
+ * now + BS_PARK_RECHECK, or BS_PARK_NEVER if none is parked. */
+uint64_t bs_defer_run(uint64_t now);
+
+/* The same for one parked socket (a call that touches it). Returns its
+ * state afterwards (BS_FD_PARKED if still parked), or BS_FD_NONE if the
+ * shim does not hold it (bs_park_holds): the call passes through. */
+unsigned bs_defer_run_fd(int fd, uint64_t now);
+
+/* A readiness call saw fd (connecting) with an error or hangup. In defer
+ * and retry modes, learn the outcome the way a program would (SO_ERROR),
+ * publish it, and park fd (defer) or retry it in the call (retry). Says
+ * what the readiness call reports for fd:
+ *   KEEP:      the report as it is (the error, if read away, is owed to the
+ *              program's next look: bs_owed_take);
+ *   HIDE:      nothing (fd is parked now);
+ *   CONNECTED: writable (retry mode connected it);
+ *   EINTR:     nothing, and the readiness call fails with EINTR (a signal
+ *              handler ended retry mode's wait). */
+enum bs_screen { BS_SCREEN_KEEP, BS_SCREEN_HIDE, BS_SCREEN_CONNECTED, BS_SCREEN_EINTR };
+enum bs_screen bs_defer_screen(int fd);
+
+/* As bs_defer_screen for readiness APIs that report a failed connect only
+ * as readable/writable (select): asks the kernel first whether fd has
+ * failed, without reading the error. */
+enum bs_screen bs_defer_screen_ready(int fd);
+
+#endif
