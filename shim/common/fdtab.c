@@ -188,13 +188,48 @@ void bs_fd_enable_fresh(struct bs_fdtab *t)
 	raise_to(&t->fresh_below, atomic_load(&t->high));
 }
 
-void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
+#define TO(st) (1u << (st))
+
+/* The moves bs_fd_set and bs_fd_fail make, from each state. Tracking
+ * starts (bs_fd_track) and ends (bs_fd_clear, bs_fd_renew, bs_fd_take_err)
+ * elsewhere, from any state. */
+static const uint8_t moves[] = {
+	[BS_FD_NONE] = TO(BS_FD_FAILED), /* an error read away, then forgotten */
+	[BS_FD_CONNECTING] = TO(BS_FD_CONNECTING) | TO(BS_FD_PROBATION) | TO(BS_FD_HEALTHY) |
+			     TO(BS_FD_FAILED) | TO(BS_FD_PARKED),
+	[BS_FD_PROBATION] = TO(BS_FD_HEALTHY),
+	[BS_FD_HEALTHY] = TO(BS_FD_HEALTHY),
+	[BS_FD_FAILED] = TO(BS_FD_FAILED),
+	[BS_FD_PARKED] = TO(BS_FD_CONNECTING) | TO(BS_FD_FAILED),
+	[BS_FD_EPOLL] = 0,
+};
+
+int bs_fd_move_ok(unsigned from, unsigned to)
+{
+	return from < sizeof moves && to < 8 && (moves[from] & TO(to));
+}
+
+/* A move the table refuses is a caller's bug: the slot stays as it is
+ * (the unit tests fail on it; BS_FD_STRICT builds trap). */
+static int may_move(struct bs_fdslot *s, unsigned to)
+{
+	unsigned from = atomic_load_explicit(&s->state, memory_order_acquire);
+	if (bs_fd_move_ok(from, to))
+		return 1;
+#ifdef BS_FD_STRICT
+	__builtin_trap();
+#endif
+	return 0;
+}
+
+int bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (!s || atomic_load(&s->state) == BS_FD_NONE)
-		return;
+	if (!s || atomic_load(&s->state) == BS_FD_NONE || !may_move(s, st))
+		return 0;
 	atomic_store(&s->since, since);
 	set_state(t, s, st);
+	return 1;
 }
 
 static void clear_ident(struct bs_fdslot *s)
@@ -264,7 +299,7 @@ void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi)
 void bs_fd_fail(struct bs_fdtab *t, int fd, int err)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
-	if (!s)
+	if (!s || !may_move(s, BS_FD_FAILED))
 		return;
 	atomic_store(&s->err, (uint32_t)err);
 	raise_high(t, fd);

@@ -201,8 +201,14 @@ static inline unsigned bs_fd_state(struct bs_fdtab *t, int fd)
 void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
 		 socklen_t len);
-/* Move a tracked fd to a new state (no-op if untracked). */
-void bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since);
+/* Move a tracked fd to a new state, if that is one of the explicit moves
+ * (bs_fd_move_ok): connecting -> connecting (a new attempt), probation,
+ * healthy, failed or parked; probation -> healthy; healthy -> healthy; parked ->
+ * connecting or failed; and (bs_fd_fail) none or failed -> failed. Returns
+ * 1 if moved; 0, changing nothing, if fd is untracked or the move is not
+ * one of those (a caller's bug). */
+int bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since);
+int bs_fd_move_ok(unsigned from, unsigned to);
 /* Forget fd: untracked, identity cleared (its epoll registration and flags
  * stay: the descriptor is still the program's). */
 void bs_fd_clear(struct bs_fdtab *t, int fd);

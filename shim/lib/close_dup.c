@@ -17,7 +17,12 @@
  * of line: that one costs a few checks and a jump to libc). */
 static __attribute__((noinline)) int close_tracked(int fd)
 {
-	if (bs_custody_here())
+	/* a slot that says more than "a connection" (connecting, parked, an
+	 * error owed, an epoll set) is the parent's if this is a vfork child:
+	 * only the owner changes it (custody.h); the common close of a live
+	 * connection asks nothing */
+	unsigned st = bs_fd_state(bs_fds(), fd);
+	if ((!bs_fd_state_is_pending(st) && st != BS_FD_EPOLL) || bs_custody_here())
 		bs_outcome_closed(fd); /* before the number can be reused */
 	return bs_real_close(fd);
 }

@@ -180,13 +180,6 @@ struct bs_table *bs_shared_map(const struct bs_config *cfg, struct bs_table *pri
 	return g_shared;
 }
 
-uint64_t bs_shared_due(const struct bs_config *cfg, uint64_t state, uint64_t since)
-{
-	uint64_t next = bs_state_next_at(state);
-	uint64_t bound = since + bs_policy_longest_wait(&cfg->policy);
-	return next < bound ? next : bound;
-}
-
 /* ---- what this process knows ---- */
 
 static _Atomic uint64_t g_known[BS_TABLE_SLOTS / 64];

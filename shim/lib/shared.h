@@ -48,10 +48,6 @@ int bs_shared_held_elsewhere(const struct bs_entry *e);
 void bs_shared_wait_begins(const struct bs_entry *e);
 void bs_shared_wait_ends(const struct bs_entry *e);
 
-/* The state's next allowed time, bounded by cfg's longest wait counted
- * from `since` (when the caller began waiting on that state): an entry of a
- * shared table is other processes' word, and may be garbage. */
-uint64_t bs_shared_due(const struct bs_config *cfg, uint64_t state, uint64_t since);
 
 /* Has this process itself published an outcome of e, or waited on it?
  * (A process that has not joins a shared schedule: engine.c.) Marking is

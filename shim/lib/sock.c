@@ -68,14 +68,6 @@ int bs_sock_has_failed(int fd)
 	return r;
 }
 
-int bs_sock_inherited_by_children(int fd)
-{
-	int saved = errno;
-	long fl = syscall(SYS_fcntl, fd, F_GETFD);
-	errno = saved;
-	return fl >= 0 && !(fl & FD_CLOEXEC);
-}
-
 int bs_sock_is_open(int fd)
 {
 	int saved = errno;

@@ -53,8 +53,6 @@ int bs_sock_has_flag(int fd, int flag);
 /* Has fd's connect failed (an error pending, as poll sees it: POLLERR)?
  * The error is not read. */
 int bs_sock_has_failed(int fd);
-/* 1 if a child process inherits fd across exec (FD_CLOEXEC clear). */
-int bs_sock_inherited_by_children(int fd);
 /* 1 if fd is a listening socket (SO_ACCEPTCONN). */
 int bs_sock_is_listening(int fd);
 /* Does fd name an open descriptor (of any kind)? errno kept. */

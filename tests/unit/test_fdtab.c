@@ -630,6 +630,41 @@ static void test_epoll_registrations(void **state)
 	assert_true(bs_fd_ep_in(t, 10, 7));
 }
 
+/* A slot's moves are explicit: each is one the table lists, and any
+ * other is refused and changes nothing. */
+static void test_moves(void **state)
+{
+	struct bs_fdtab *t = *state;
+	static const char *const legal[] = {"0>4", "1>1", "1>2", "1>3", "1>4", "1>5", "2>3",
+					    "3>3", "4>4", "5>1", "5>4"};
+	for (unsigned from = 0; from <= BS_FD_EPOLL; from++)
+		for (unsigned to = 0; to <= BS_FD_EPOLL; to++) {
+			char pair[4] = {(char)('0' + from), '>', (char)('0' + to), 0};
+			int want = 0;
+			for (size_t i = 0; i < sizeof legal / sizeof *legal; i++)
+				want |= strcmp(legal[i], pair) == 0;
+			assert_int_equal(bs_fd_move_ok(from, to), want);
+		}
+	bs_fd_track(t, 3, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	assert_true(bs_fd_set(t, 3, BS_FD_PARKED, 2));
+	assert_true(bs_fd_set(t, 3, BS_FD_CONNECTING, 3));
+	assert_true(bs_fd_set(t, 3, BS_FD_HEALTHY, 4));
+	assert_false(bs_fd_set(t, 3, BS_FD_PARKED, 5)); /* a live connection is not parked */
+	assert_int_equal(bs_fd_state(t, 3), BS_FD_HEALTHY);
+	assert_int_equal(atomic_load(&t->slots[3].since), 4);
+	bs_fd_track(t, 4, BS_FD_PROBATION, 1, 1, 1, NULL, 0);
+	assert_false(bs_fd_set(t, 4, BS_FD_CONNECTING, 2));
+	bs_fd_fail(t, 4, 111); /* nor is its error owed */
+	assert_int_equal(bs_fd_state(t, 4), BS_FD_PROBATION);
+	assert_false(bs_fd_set(t, 5, BS_FD_CONNECTING, 2)); /* untracked */
+	assert_int_equal(bs_fd_state(t, 5), BS_FD_NONE);
+	bs_fd_fail(t, 5, 111); /* an error read away from an untracked socket */
+	assert_int_equal(bs_fd_state(t, 5), BS_FD_FAILED);
+	assert_false(bs_fd_set(t, 5, BS_FD_CONNECTING, 2));
+	assert_int_equal(bs_fd_take_err(t, 5), 111);
+	assert_false(bs_fd_any_parked(t));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -643,6 +678,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_and_take, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_read_dest, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_ident, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_moves, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_bound, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_track, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_extra_flag, tab_setup, tab_teardown),
