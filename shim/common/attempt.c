@@ -60,7 +60,7 @@ uint64_t bs_attempt_due(const struct bs_attempt *a, uint64_t state, uint64_t lon
 
 static struct bs_decision verdict(enum bs_verdict v, uint64_t until, int reset)
 {
-	struct bs_decision d = {v, until, reset, 0};
+	struct bs_decision d = {v, until, reset, 0, 0, 0};
 	return d;
 }
 
@@ -75,6 +75,8 @@ static struct bs_decision probe_or_wait(struct bs_attempt *a, const struct bs_at
 	}
 	struct bs_decision d = verdict(BS_TAKE_PROBE, now, 0);
 	d.join = join;
+	d.probe = v->probe;
+	d.state = v->state;
 	return d;
 }
 
@@ -98,4 +100,9 @@ struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attem
 	if (bs_budget_check_next(&a->b, at) != BS_STOP_NONE)
 		return verdict(BS_END, now, 0);
 	return verdict(BS_WAIT, at, 0);
+}
+
+uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid)
+{
+	return bs_probe_make(now + BS_PROBE_GRACE + timeout, tid);
 }

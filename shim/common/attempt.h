@@ -65,6 +65,10 @@ struct bs_decision {
 	uint64_t until; /* BS_WAIT: until when (ns) */
 	int reset;      /* an operator's reset was noticed (the caller logs it) */
 	int join;       /* BS_TAKE_PROBE as a newcomer: claim join_at first */
+	uint64_t probe; /* BS_TAKE_PROBE: the probe word it saw, to replace by
+			 * compare-and-swap (anything else there: judge again) */
+	uint64_t state; /* the state word it judged (still so after the swap,
+			 * or judge again) */
 };
 
 /* The one place a connect's budget is built: a call that started at
@@ -83,6 +87,13 @@ void bs_attempt_failed(struct bs_attempt *a, int err);
 /* The verdict at `now`. longest_wait: policy.h's bs_policy_longest_wait. */
 struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attempt_view *v,
 				     uint64_t now, uint64_t longest_wait);
+
+/* The probe word of an attempt taken at `now` that may run `timeout`: it
+ * goes stale a grace second after the attempt must be over, so a holder
+ * that vanished mid-attempt blocks the others no longer. tid: the
+ * holder's thread (0 for a parked socket's, which names none). */
+#define BS_PROBE_GRACE (1000000000ull)
+uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid);
 
 /* The due time the decision used: the entry's next allowed time, bounded
  * by longest_wait after anchor_at. */

@@ -18,7 +18,6 @@
 
 #include <errno.h>
 
-#define PROBE_GRACE (1 * BS_NS_PER_SEC)
 /* a probe of a parked socket names no thread: 0 is no thread's tid */
 #define PARK_PROBE_TID 0u
 
@@ -27,18 +26,16 @@ static struct bs_fdslot *slot(int fd)
 	return bs_fd_slot(bs_fds(), fd);
 }
 
-/* The destination is due: this socket takes its one probe, unless the
- * probe before it published its outcome (then let go) after this thread
- * read the state: then it is judged again on the next round. */
+/* The destination is due: this socket takes its one probe (replacing the
+ * word the verdict saw), unless the probe before it published its outcome
+ * (then let go) after this thread read the state: then it is judged again
+ * on the next round. */
 static int take_probe(const struct bs_config *cfg, struct bs_entry *e, struct bs_fdslot *s,
-		      uint64_t state, uint64_t now)
+		      uint64_t state, uint64_t seen, uint64_t now)
 {
-	uint64_t p = atomic_load(&e->probe);
-	uint64_t mine = bs_probe_make(now + PROBE_GRACE + bs_policy_attempt_timeout(&cfg->policy, 0),
-				      PARK_PROBE_TID);
-	if (p && bs_probe_stale_at(p) > now)
-		return 0;
-	if (!bs_probe_take(e, p, mine))
+	uint64_t mine = bs_attempt_probe(now, bs_policy_attempt_timeout(&cfg->policy, 0),
+					 PARK_PROBE_TID);
+	if (!bs_probe_take(e, seen, mine))
 		return 0;
 	if (atomic_load(&e->state) != state) {
 		bs_probe_release(e, mine);
@@ -85,7 +82,6 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	struct bs_entry *e = bs_table_find(bs_tab(), d.key);
 	if (!e)
 		return reconnected(cfg, fd, now); /* nothing known of it now */
-	uint64_t state = atomic_load(&e->state);
 	struct bs_attempt a;
 	struct bs_decision v = bs_park_judge(cfg, fd, e, now, &a);
 	if (v.reset && bs_log_enabled(BS_LOG_INFO))
@@ -94,7 +90,7 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	case BS_GO:
 		return reconnected(cfg, fd, now);
 	case BS_TAKE_PROBE:
-		if (take_probe(cfg, e, s, state, now))
+		if (take_probe(cfg, e, s, v.state, v.probe, now))
 			return reconnected(cfg, fd, now);
 		v.until = now + BS_PARK_RECHECK / 4; /* judged again soon */
 		/* fall through */

@@ -23,7 +23,6 @@
 
 #include <errno.h>
 
-#define PROBE_GRACE (1 * BS_NS_PER_SEC)
 /* With a shared table, a waiter re-checks at least this often whether the
  * attempt slot's owner is still alive (its process may have been killed). */
 #define SHARED_RECHECK (500 * BS_NS_PER_MS)
@@ -260,7 +259,7 @@ static int probe_held_elsewhere(const struct call *c, uint64_t p, uint64_t now)
 static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint64_t p)
 {
 	uint64_t delay = bs_next_wait(c->cfg, c->e, s);
-	uint64_t mine = bs_probe_make(now + PROBE_GRACE + attempt_timeout(c, delay), c->tid);
+	uint64_t mine = bs_attempt_probe(now, attempt_timeout(c, delay), c->tid);
 	c->lock = bs_shared_hold(c->e);
 	if (c->lock == BS_SHARED_BUSY)
 		return c->lock = -1, wait_step(c, s, now + SHARED_RECHECK);

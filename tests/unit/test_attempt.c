@@ -76,7 +76,10 @@ static void test_single_flight(void **state)
 	assert_int_equal(bs_attempt_decide(&a, &v, bs_probe_stale_at(v.probe), LONGEST).verdict,
 			 BS_TAKE_PROBE);
 	v.probe_live = 0;
-	assert_int_equal(bs_attempt_decide(&a, &v, T0 + SEC, LONGEST).verdict, BS_TAKE_PROBE);
+	d = bs_attempt_decide(&a, &v, T0 + SEC, LONGEST);
+	assert_int_equal(d.verdict, BS_TAKE_PROBE);
+	/* what to swap, and the state it must still be after the swap */
+	assert_true(d.probe == v.probe && d.state == s);
 }
 
 /* Steps: each new failure of the destination counts one; its own failure
