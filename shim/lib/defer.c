@@ -92,7 +92,7 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	case BS_TAKE_PROBE:
 		if (take_probe(cfg, e, s, v.state, v.probe, now))
 			return reconnected(cfg, fd, now);
-		v.until = now + BS_PARK_RECHECK / 4; /* judged again soon */
+		v.until = now + BS_DEFER_RECHECK / 4; /* judged again soon */
 		/* fall through */
 	case BS_WAIT:
 		if (next && v.until > now && v.until < *next)
@@ -130,8 +130,8 @@ uint64_t bs_defer_run(uint64_t now)
 {
 	struct bs_fdtab *t = bs_fds();
 	if (!bs_fd_any_parked(t) || !bs_custody_here())
-		return BS_PARK_NEVER;
-	uint64_t next = now + BS_PARK_RECHECK;
+		return BS_DEFER_NEVER;
+	uint64_t next = now + BS_DEFER_RECHECK;
 	int parked = 0;
 	unsigned high = atomic_load(&t->high);
 	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
@@ -139,7 +139,7 @@ uint64_t bs_defer_run(uint64_t now)
 		if (atomic_load_explicit(&s->state, memory_order_relaxed) == BS_FD_PARKED)
 			parked += run_fd((int)fd, s, now, &next) == BS_FD_PARKED;
 	}
-	return parked ? next : BS_PARK_NEVER;
+	return parked ? next : BS_DEFER_NEVER;
 }
 
 /* The mode that applies to fd's destination, or -1 if unknown. */
@@ -188,3 +188,28 @@ enum bs_screen bs_defer_screen_ready(int fd)
 	return bs_defer_screen(fd);
 }
 
+/* bounds the loop: each round but the last waits until a parked socket's
+ * due time, which then moves on */
+#define ROUNDS_MAX 1000000
+
+int bs_defer_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
+		   int (*screen)(void *call, int r))
+{
+	int saved = errno;
+	for (int n = 0; n < ROUNDS_MAX; n++) {
+		int r = round(call, bs_now());
+		if (r < 0)
+			return r; /* EINTR and the rest: the program's, as they are */
+		r = screen(call, r);
+		if (r < 0)
+			return errno = EINTR, -1;
+		if (r || bs_now() >= deadline)
+			return errno = saved, r;
+	}
+	return errno = saved, 0;
+}
+
+uint64_t bs_defer_round_wait(uint64_t now, uint64_t deadline, uint64_t wake)
+{
+	return bs_timeout_left(now, wake < deadline ? wake : deadline);
+}

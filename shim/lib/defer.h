@@ -15,11 +15,20 @@
 
 #include <stdint.h>
 
+#include "clock.h"
+#include "timeout.h"
+
+/* A readiness call that holds parked sockets wakes at least this often to
+ * re-check their destinations (a success elsewhere releases them). */
+#define BS_DEFER_RECHECK (200 * BS_NS_PER_MS)
+/* No parked socket is due: bs_defer_run() returns this. */
+#define BS_DEFER_NEVER BS_TIMEOUT_NONE
+
 /* Give every parked socket of the process that is due its next attempt
  * (reconnect it), or its end (budget spent: the last error becomes owed
  * and the socket is back in its epoll set). Returns the earliest time (ns)
  * at which a parked socket needs looking at again, capped at
- * now + BS_PARK_RECHECK, or BS_PARK_NEVER if none is parked. */
+ * now + BS_DEFER_RECHECK, or BS_DEFER_NEVER if none is parked. */
 uint64_t bs_defer_run(uint64_t now);
 
 /* The same for one parked socket (a call that touches it). Returns its
@@ -44,5 +53,20 @@ enum bs_screen bs_defer_screen(int fd);
  * as readable/writable (select): asks the kernel first whether fd has
  * failed, without reading the error. */
 enum bs_screen bs_defer_screen_ready(int fd);
+
+/* The rounds of one readiness call that holds connecting or parked
+ * sockets: round(call, now) runs the due parked sockets and makes the real
+ * call (its wait capped), returning its result; screen(call, r) screens
+ * its r reports and hands them to the program, returning how many remain
+ * (or -1: EINTR). The rounds end when something is reported, the call
+ * fails (its errno as it is), or the program's deadline passes. errno is
+ * the program's otherwise. A round's wait: bs_defer_round_wait. */
+int bs_defer_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
+		   int (*screen)(void *call, int r));
+
+/* The ns a round waits from now (BS_TIMEOUT_NONE: no limit): until the
+ * program's deadline, or until `wake` (bs_defer_run's) if earlier and the
+ * round hides parked sockets or must re-check them. */
+uint64_t bs_defer_round_wait(uint64_t now, uint64_t deadline, uint64_t wake);
 
 #endif

@@ -9,7 +9,7 @@
  *
  * The waits: while no socket of the process is connecting or parked, a
  * straight call (one load added). Otherwise the wait is capped at the
- * earliest due time of a parked socket (and BS_PARK_RECHECK), due sockets
+ * earliest due time of a parked socket (and BS_DEFER_RECHECK), due sockets
  * are reconnected (and put back in their sets), and every reported
  * EPOLLERR/EPOLLHUP of a connecting socket is screened: parked and dropped
  * from the results in defer mode, retried in the call in retry mode. The
@@ -97,7 +97,7 @@ static int do_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 struct call {
 	int epfd, max;
 	struct epoll_event *ev;
-	uint64_t deadline; /* the program's, BS_PARK_NEVER for none */
+	uint64_t deadline; /* the program's, BS_DEFER_NEVER for none */
 	const sigset_t *mask;
 	int kind; /* 0 epoll_wait, 1 epoll_pwait, 2 epoll_pwait2 */
 };
@@ -165,7 +165,7 @@ static int wait_round(void *call, uint64_t now)
 {
 	const struct call *c = call;
 	uint64_t wake = bs_defer_run(now);
-	return real_wait(c, bs_park_round_wait(now, c->deadline, wake));
+	return real_wait(c, bs_defer_round_wait(now, c->deadline, wake));
 }
 
 static int screen_round(void *call, int r)
@@ -182,7 +182,7 @@ static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *
 	uint64_t deadline = kind == 2 ? bs_timeout_deadline_ts(now, ts)
 				      : bs_timeout_deadline_ms(now, timeout);
 	struct call c = {epfd, max, ev, deadline, mask, kind};
-	return bs_park_rounds(&c, deadline, wait_round, screen_round);
+	return bs_defer_rounds(&c, deadline, wait_round, screen_round);
 }
 
 static int do_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

@@ -291,29 +291,3 @@ __attribute__((constructor)) static void park_fork_hooks(void)
 {
 	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
 }
-
-/* bounds the loop: each round but the last waits until a parked socket's
- * due time, which then moves on */
-#define ROUNDS_MAX 1000000
-
-int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
-		   int (*screen)(void *call, int r))
-{
-	int saved = errno;
-	for (int n = 0; n < ROUNDS_MAX; n++) {
-		int r = round(call, bs_now());
-		if (r < 0)
-			return r; /* EINTR and the rest: the program's, as they are */
-		r = screen(call, r);
-		if (r < 0)
-			return errno = EINTR, -1;
-		if (r || bs_now() >= deadline)
-			return errno = saved, r;
-	}
-	return errno = saved, 0;
-}
-
-uint64_t bs_park_round_wait(uint64_t now, uint64_t deadline, uint64_t wake)
-{
-	return bs_timeout_left(now, wake < deadline ? wake : deadline);
-}

@@ -30,11 +30,6 @@
 #include "shim.h"
 #include "timeout.h"
 
-/* A readiness call that holds parked sockets wakes at least this often to
- * re-check their destinations (a success elsewhere releases them). */
-#define BS_PARK_RECHECK (200 * BS_NS_PER_MS)
-/* No parked socket is due: bs_defer_run() returns this. */
-#define BS_PARK_NEVER BS_TIMEOUT_NONE
 
 /* Is fd parked? One load: the question of the paths that only look. */
 static inline int bs_park_is_parked(int fd)
@@ -92,20 +87,5 @@ void bs_park_before_fork(void);
 /* fork() returned in the child (pthread_atfork's child handler): the child
  * owns its copy of the fd table, and forgets the parent's connects. */
 void bs_park_after_fork_in_child(void);
-
-/* The rounds of one readiness call that holds connecting or parked
- * sockets: round(call, now) runs the due parked sockets and makes the real
- * call (its wait capped), returning its result; screen(call, r) screens
- * its r reports and hands them to the program, returning how many remain
- * (or -1: EINTR). The rounds end when something is reported, the call
- * fails (its errno as it is), or the program's deadline passes. errno is
- * the program's otherwise. A round's wait: bs_park_round_wait. */
-int bs_park_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
-		   int (*screen)(void *call, int r));
-
-/* The ns a round waits from now (BS_TIMEOUT_NONE: no limit): until the
- * program's deadline, or until `wake` (bs_defer_run's) if earlier and the
- * round hides parked sockets or must re-check them. */
-uint64_t bs_park_round_wait(uint64_t now, uint64_t deadline, uint64_t wake);
 
 #endif

@@ -27,7 +27,7 @@
 struct call {
 	struct pollfd *fds;
 	nfds_t n;
-	uint64_t deadline; /* the program's, BS_PARK_NEVER for none */
+	uint64_t deadline; /* the program's, BS_DEFER_NEVER for none */
 	const sigset_t *mask;
 	int is_ppoll;
 	struct pollfd *copy;        /* POLL_COPY entries on the stack */
@@ -94,14 +94,14 @@ static int wait_round(void *call, uint64_t now)
 {
 	struct call *c = call;
 	uint64_t wake = bs_defer_run(now);
-	if (wake == BS_PARK_NEVER) {
+	if (wake == BS_DEFER_NEVER) {
 		c->used = c->fds;
 		return real_wait(c, c->fds, bs_timeout_left(now, c->deadline));
 	}
 	c->used = c->copy;
 	if (!hide_parked(c, c->copy))
-		wake = BS_PARK_NEVER; /* none of the program's: its own timeout */
-	return real_wait(c, c->copy, bs_park_round_wait(now, c->deadline, wake));
+		wake = BS_DEFER_NEVER; /* none of the program's: its own timeout */
+	return real_wait(c, c->copy, bs_defer_round_wait(now, c->deadline, wake));
 }
 
 static int screen_round(void *call, int r)
@@ -115,7 +115,7 @@ static int deferred(struct call *c)
 {
 	struct pollfd copy[POLL_COPY];
 	c->copy = copy;
-	return bs_park_rounds(c, c->deadline, wait_round, screen_round);
+	return bs_defer_rounds(c, c->deadline, wait_round, screen_round);
 }
 
 /* Too many entries to copy: the sockets in flight among them are watched

@@ -2,7 +2,7 @@
  * select, pselect: while no socket of the process is connecting or parked,
  * a straight call (one load added). Otherwise, as poll.c does: the sets are
  * copied onto the stack with the bits of parked sockets cleared, the wait is
- * capped at the earliest due time of a parked socket (and BS_PARK_RECHECK),
+ * capped at the earliest due time of a parked socket (and BS_DEFER_RECHECK),
  * and a connecting socket reported ready is screened (select reports a
  * failed connect as readable and writable: the kernel is asked whether it
  * failed, without reading the error): parked and cleared in defer mode,
@@ -30,7 +30,7 @@ struct call {
 	fd_set *r, *w, *e;  /* the program's (any may be NULL) */
 	struct sets asked;  /* what the program asked, kept for every round */
 	struct sets got;    /* a round's sets */
-	uint64_t deadline;  /* the program's, BS_PARK_NEVER for none */
+	uint64_t deadline;  /* the program's, BS_DEFER_NEVER for none */
 	const sigset_t *mask;
 	int is_pselect;
 };
@@ -112,8 +112,8 @@ static int wait_round(void *call, uint64_t now)
 	struct call *c = call;
 	uint64_t wake = bs_defer_run(now);
 	if (!hide_parked(c, &c->got))
-		wake = BS_PARK_NEVER; /* none of the program's: its own timeout */
-	return real_wait(c, &c->got, bs_park_round_wait(now, c->deadline, wake));
+		wake = BS_DEFER_NEVER; /* none of the program's: its own timeout */
+	return real_wait(c, &c->got, bs_defer_round_wait(now, c->deadline, wake));
 }
 
 static int screen_round(void *call, int r)
@@ -128,7 +128,7 @@ static int screen_round(void *call, int r)
 
 static int deferred(struct call *c)
 {
-	return bs_park_rounds(c, c->deadline, wait_round, screen_round);
+	return bs_defer_rounds(c, c->deadline, wait_round, screen_round);
 }
 
 static void take_sets(struct call *c)
