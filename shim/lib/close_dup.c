@@ -2,8 +2,8 @@
  * O_ASYNC), close_range, closefrom: keep the fd table in step with the
  * program's descriptors. Untracked fds cost one load; other fcntl commands
  * one compare. */
-#include "outcome.h"
 #include "custody.h"
+#include "outcome.h"
 #include "park.h"
 #include "real.h"
 #include "shim.h"

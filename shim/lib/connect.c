@@ -2,16 +2,16 @@
  * destinations the shim cares about to the engine; everything else goes
  * straight to libc. A repeated connect() on a socket whose non-blocking
  * connect is in flight is how some clients (hiredis) learn its outcome. */
-#include "outcome.h"
-#include "responsive.h"
-#include "nonblock.h"
-#include "engine.h"
-#include "defer.h"
 #include "addr.h"
 #include "clock.h"
+#include "defer.h"
+#include "engine.h"
 #include "log.h"
+#include "nonblock.h"
+#include "outcome.h"
 #include "park.h"
 #include "real.h"
+#include "responsive.h"
 #include "shim.h"
 #include "sock.h"
 
@@ -40,19 +40,7 @@ static __attribute__((noinline)) int pass_and_say(int fd, const struct sockaddr 
 						  socklen_t len, const char *why)
 {
 	int r = bs_real_connect(fd, addr, len), saved = errno;
-	char name[128] = "?";
-	if (r == 0 || saved != EFAULT)
-		bs_addr_format(addr, len, name, sizeof name);
-	struct bs_line l;
-	bs_line_start(&l);
-	bs_line_event(&l, "pass");
-	bs_line_fields(&l, name, 0, UINT64_MAX, 0);
-	bs_line_str(&l, "connect ");
-	bs_line_str(&l, name);
-	bs_line_str(&l, ": passed through (");
-	bs_line_str(&l, why);
-	bs_line_str(&l, ")");
-	bs_line_emit(&l, BS_LOG_DEBUG);
+	bs_outcome_log_passed(r == 0 || saved != EFAULT ? addr : NULL, len, why, 0);
 	errno = saved;
 	return r;
 }

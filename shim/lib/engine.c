@@ -7,14 +7,15 @@
  * destination's next allowed time, lets one caller per destination probe
  * (single flight), and publishes each outcome to every waiter.
  */
-#include "nonblock.h"
-#include "outcome.h"
 #include "engine.h"
+
 #include "addr.h"
 #include "attempt.h"
 #include "clock.h"
 #include "errname.h"
 #include "log.h"
+#include "nonblock.h"
+#include "outcome.h"
 #include "policy.h"
 #include "real.h"
 #include "shared.h"
@@ -354,27 +355,9 @@ static int retry_loop(struct call *c)
 	}
 }
 
-/* debug: a connect the shim let through (it worked at once, it is a
- * non-blocking one in progress whose outcome the shim watches, or it
- * failed with an error the shim does not retry: err, then) */
-static __attribute__((noinline)) void log_passed(const struct call *c, const char *what, int err)
+static void log_passed(const struct call *c, const char *why, int err)
 {
-	int saved = errno;
-	char name[128] = "?";
-	bs_addr_format(c->addr, c->len, name, sizeof name);
-	struct bs_line l;
-	bs_line_start(&l);
-	bs_line_event(&l, "pass");
-	bs_line_fields(&l, name, 0, UINT64_MAX, err);
-	bs_line_str(&l, "connect ");
-	bs_line_str(&l, name);
-	bs_line_str(&l, what);
-	if (err) {
-		bs_line_str(&l, bs_errno_msg(err));
-		bs_line_str(&l, ")");
-	}
-	bs_line_emit(&l, BS_LOG_DEBUG);
-	errno = saved;
+	bs_outcome_log_passed(c->addr, c->len, why, err);
 }
 
 /* What follows the program's own connect, which failed with err (t0 its
@@ -383,12 +366,12 @@ static __attribute__((noinline)) void log_passed(const struct call *c, const cha
 static int first_failed(struct call *c, uint64_t t0, int err)
 {
 	if (err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
-		log_passed(c, ": passed through (non-blocking, in progress: its outcome is watched)", 0);
+		log_passed(c, "non-blocking, in progress: its outcome is watched", 0);
 	if (err == EINPROGRESS)
 		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, t0);
 	if (!bs_config_retries(c->cfg, err)) {
 		if (bs_log_enabled(BS_LOG_DEBUG))
-			log_passed(c, ": passed through (an error the shim does not retry: ", err);
+			log_passed(c, "an error the shim does not retry", err);
 		return errno = err, -1;
 	}
 	if (bs_sock_is_blocking_stream(c->fd))
@@ -408,7 +391,7 @@ static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
 	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
 		connected(c, *t0);
 		if (bs_log_enabled(BS_LOG_DEBUG))
-			log_passed(c, ": passed through (connected at once)", 0);
+			log_passed(c, "connected at once", 0);
 		errno = saved;
 		return 0;
 	}

@@ -15,9 +15,9 @@
  * from the results in defer mode, retried in the call in retry mode. The
  * call then goes on waiting for the rest of the program's own timeout.
  */
-#include "outcome.h"
-#include "defer.h"
 #include "clock.h"
+#include "defer.h"
+#include "outcome.h"
 #include "park.h"
 #include "real.h"
 #include "shim.h"

@@ -3,14 +3,15 @@
  * waits until the destination is due; a non-blocking one never waits and
  * fails at once inside the backoff window (it cannot be parked: its data
  * is part of the call), unless its mode is off. */
-#include "role.h"
-#include "outcome.h"
-#include "nonblock.h"
 #include "fastopen.h"
+
 #include "addr.h"
 #include "clock.h"
+#include "nonblock.h"
+#include "outcome.h"
 #include "policy.h"
 #include "real.h"
+#include "role.h"
 #include "shim.h"
 #include "sock.h"
 

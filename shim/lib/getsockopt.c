@@ -1,9 +1,9 @@
 /* getsockopt(SO_ERROR): where most clients (curl, libpq, CPython, libuv)
  * learn the outcome of a non-blocking connect. */
-#include "outcome.h"
-#include "nonblock.h"
-#include "defer.h"
 #include "clock.h"
+#include "defer.h"
+#include "nonblock.h"
+#include "outcome.h"
 #include "park.h"
 #include "real.h"
 #include "shim.h"

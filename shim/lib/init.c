@@ -1,11 +1,11 @@
 /* init: constructor, config loading and process-wide state. See shim.h. */
-#include "shared.h"
-#include "version.h"
-#include "shim.h"
-#include "util.h"
 #include "log.h"
 #include "policy.h"
 #include "real.h"
+#include "shared.h"
+#include "shim.h"
+#include "util.h"
+#include "version.h"
 
 #include <errno.h>
 #include <pthread.h>

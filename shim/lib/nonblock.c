@@ -10,17 +10,18 @@
  *          with the destination's last error and sends nothing;
  *   off:   not handled at all.
  */
-#include "role.h"
-#include "responsive.h"
-#include "outcome.h"
 #include "nonblock.h"
+
 #include "addr.h"
 #include "attempt.h"
 #include "clock.h"
 #include "custody.h"
+#include "outcome.h"
 #include "park.h"
 #include "policy.h"
 #include "real.h"
+#include "responsive.h"
+#include "role.h"
 #include "shared.h"
 #include "shim.h"
 #include "sock.h"

@@ -3,6 +3,8 @@
  * destination is published: to the per-destination table (and its
  * waiters), the fd table, the resolution records and the log.
  */
+#include "outcome.h"
+
 #include "addr.h"
 #include "budget.h"
 #include "clock.h"
@@ -10,7 +12,6 @@
 #include "errname.h"
 #include "log.h"
 #include "policy.h"
-#include "outcome.h"
 #include "role.h"
 #include "shared.h"
 #include "sock.h"
@@ -60,6 +61,29 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 	}
 	errno = err;
 	return -1;
+}
+
+void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const char *why, int err)
+{
+	int saved = errno;
+	char name[128] = "?";
+	if (addr)
+		bs_addr_format(addr, len, name, sizeof name);
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_event(&l, "pass");
+	bs_line_fields(&l, name, 0, UINT64_MAX, err);
+	bs_line_str(&l, "connect ");
+	bs_line_str(&l, name);
+	bs_line_str(&l, ": passed through (");
+	bs_line_str(&l, why);
+	if (err) {
+		bs_line_str(&l, ": ");
+		bs_line_str(&l, bs_errno_msg(err));
+	}
+	bs_line_str(&l, ")");
+	bs_line_emit(&l, BS_LOG_DEBUG);
+	errno = saved;
 }
 
 void bs_outcome_log_reset(const struct bs_dest *d)

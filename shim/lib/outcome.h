@@ -107,6 +107,9 @@ struct bs_budget;
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
+/* debug: a connect the shim let through, and why (err: the error it
+ * failed with, 0 for none; addr NULL when it cannot be read). */
+void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const char *why, int err);
 /* The line a waiter logs when an operator's reset woke it. */
 void bs_outcome_log_reset(const struct bs_dest *d);
 

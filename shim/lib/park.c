@@ -1,7 +1,8 @@
 /* park: defer mode's parked sockets. See park.h. */
-#include "role.h"
-#include "outcome.h"
 #include "park.h"
+
+#include "outcome.h"
+#include "role.h"
 
 #include "attempt.h"
 #include "clock.h"

@@ -13,9 +13,9 @@
  * the sockets in flight among them are never parked (custody.h), and the
  * parked ones end, their last error owed to the program.
  */
-#include "outcome.h"
-#include "defer.h"
 #include "clock.h"
+#include "defer.h"
+#include "outcome.h"
 #include "park.h"
 #include "real.h"
 #include "shim.h"

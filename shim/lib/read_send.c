@@ -11,12 +11,12 @@
  *    is never resent. A datagram socket's errors are returned as they are
  *    and never touch a destination's state.
  */
-#include "fastopen.h"
-#include "outcome.h"
-#include "nonblock.h"
-#include "defer.h"
 #include "addr.h"
 #include "clock.h"
+#include "defer.h"
+#include "fastopen.h"
+#include "nonblock.h"
+#include "outcome.h"
 #include "park.h"
 #include "policy.h"
 #include "real.h"

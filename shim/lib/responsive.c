@@ -7,17 +7,18 @@
  * call retries within its budget; a non-blocking one waits (retry mode) or
  * not (pace, off) and reports its outcome like any other.
  */
-#include "role.h"
-#include "outcome.h"
 #include "responsive.h"
+
 #include "addr.h"
 #include "attempt.h"
 #include "budget.h"
 #include "clock.h"
 #include "errname.h"
 #include "log.h"
+#include "outcome.h"
 #include "policy.h"
 #include "real.h"
+#include "role.h"
 #include "shim.h"
 #include "sock.h"
 

@@ -1,7 +1,8 @@
 /* role: is this process a client or a server? See role.h. */
+#include "role.h"
+
 #include "addr.h"
 #include "real.h"
-#include "role.h"
 #include "sock.h"
 
 #include <errno.h>

@@ -10,9 +10,9 @@
  * rest of the program's own timeout. nfds beyond FD_SETSIZE: passed through,
  * the parked sockets in its sets ended first (their last error owed).
  */
-#include "outcome.h"
-#include "defer.h"
 #include "clock.h"
+#include "defer.h"
+#include "outcome.h"
 #include "park.h"
 #include "real.h"
 #include "shim.h"

@@ -1,5 +1,6 @@
 /* sock: socket-level mechanics of a retry. See sock.h for the kernel facts. */
 #include "sock.h"
+
 #include "addr.h"
 #include "budget.h"
 #include "clock.h"

@@ -3,8 +3,8 @@
  * the shim's back (a raw syscall, fclose() of an fdopen()ed socket). One
  * store when the slot is already clean. A process that listens or accepts
  * is a server (role.c). */
-#include "real.h"
 #include "outcome.h"
+#include "real.h"
 #include "role.h"
 
 static int with_clean_slot(int fd)
