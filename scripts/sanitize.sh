@@ -67,7 +67,7 @@ shift 3
 #  - the ASan runtime's own SIGSEGV/SIGBUS/SIGFPE handlers lack SA_RESTART,
 #    so the shim rightly returns EINTR where the SA_RESTART test expects it
 #    to keep waiting: that test runs apart, with those handlers off.
-INTEGRATION_SUBSET=${INTEGRATION_SUBSET:-"test_socket. test_budget. test_nonblocking. test_tracking. test_config. test_harm_core. test_noharm. test_harm_log. test_defer. test_defer_edges. test_shared. test_giveup."}
+INTEGRATION_SUBSET=${INTEGRATION_SUBSET:-"test_socket. test_budget. test_nonblocking. test_tracking. test_config. test_retry_engine_does_no_harm. test_noharm. test_harm_log. test_defer. test_defer_edges. test_shared. test_giveup."}
 INTEGRATION_SKIP="test_curl_ test_multi_address_fallback_is_not_slowed test_signal_with_sa_restart"
 NOHANDLER_TESTS="test_budget.test_signal_with_sa_restart_keeps_waiting"
 status=0

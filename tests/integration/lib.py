@@ -384,6 +384,26 @@ def check_gaps(gaps, what=""):
             what, i + 1, g, lo, hi, ", ".join("%.3f" % x for x in gaps)))
 
 
+# "No delay" is checked against the same program run without the shim in the
+# same test, never against a bare number (a loaded machine slows both runs).
+# Such a test gives the shim a first wait of NO_DELAY_WAIT (shim_env(**NO_DELAY)),
+# so that a wait the shim wrongly adds costs at least that much, and allows the
+# run with the shim half of it more than the run without.
+NO_DELAY_WAIT = 1.0
+NO_DELAY = dict(BACKOFFSHIM_INITIAL_BACKOFF="1s", BACKOFFSHIM_MAX_BACKOFF="1s")
+
+
+def check_not_delayed(what, plain_s, shim_s, wait=NO_DELAY_WAIT):
+    """shim_s (seconds, measured with the shim) may exceed plain_s (the same
+    measure without it) by less than half of `wait`, the shortest wait the
+    shim could wrongly add in the test's settings."""
+    check(plain_s is not None and shim_s is not None,
+          "%s: no time measured (without the shim %r, with it %r)" % (what, plain_s, shim_s))
+    check(shim_s < plain_s + wait / 2,
+          "%s took %.3fs with the shim, %.3fs without: more than %.3fs added (its first wait "
+          "is %.3fs)" % (what, shim_s, plain_s, wait / 2, wait))
+
+
 def late_server_run(cmd, env, port, host="127.0.0.1", syns_before=4, timeout=15):
     """Start cmd, let it fail `syns_before` times against a dead port (seen
     on the wire), then start the server. Returns (rc, out, err, gaps)."""

@@ -19,8 +19,8 @@ import sys
 import tempfile
 import time
 
-from lib import (LineReader, SynSniffer, TestFailure, base_env, check, free_port, run,
-                 shim_env, spawn)
+from lib import (LineReader, SynSniffer, TestFailure, base_env, check, check_not_delayed,
+                 free_port, run, shim_env, spawn)
 from servers import HttpServer
 
 PROD = dict(BACKOFFSHIM_INITIAL_BACKOFF="1s", BACKOFFSHIM_MULTIPLIER="1.6",
@@ -28,6 +28,7 @@ PROD = dict(BACKOFFSHIM_INITIAL_BACKOFF="1s", BACKOFFSHIM_MULTIPLIER="1.6",
             BACKOFFSHIM_MAX_ELAPSED="60s")
 REQUESTS = 6
 BACK_BOUND = 1.2 + 0.2   # the upstream that came back is used within this (s)
+WAIT = 1.0               # PROD's first wait: what a wrongful wait would add (s)
 
 
 def _get(port, timeout=5.0):
@@ -172,15 +173,15 @@ def _fmt(r):
 
 def test_nginx_proxy_serves_at_once_and_paces_the_down_upstream():
     plain = _nginx_scenario(base_env())
-    check(plain["codes"] == ["200"] * REQUESTS and plain["total"] < 1.0,
-          "nginx without shim: " + _fmt(plain))
+    check(plain["codes"] == ["200"] * REQUESTS, "nginx without shim: " + _fmt(plain))
     check(plain["syns_a"] >= REQUESTS // 2, "nginx without shim: " + _fmt(plain))
-    check(plain["back"] is not None and plain["back"] < 0.5, "nginx without shim: "
-          + _fmt(plain))
+    check(plain["back"] is not None, "nginx without shim: " + _fmt(plain))
     shim = _nginx_scenario(shim_env(**PROD))
     what = "nginx+shim (auto): %s; without shim: %s" % (_fmt(shim), _fmt(plain))
     check(shim["codes"] == ["200"] * REQUESTS, what)
-    check(shim["total"] < 1.0 and max(shim["times"]) < 0.3, what)
+    check_not_delayed("%d requests (%s)" % (REQUESTS, what), plain["total"], shim["total"], WAIT)
+    check_not_delayed("the slowest request (%s)" % what, max(plain["times"]),
+                      max(shim["times"]), WAIT)
     # Paced: the first attempt goes out; inside the 1 s window none does.
     check(1 <= shim["syns_a"] <= 2 and shim["syns_a"] < plain["syns_a"], what)
     check(shim["back"] is not None and shim["back"] <= BACK_BOUND, what)
@@ -291,16 +292,22 @@ def _fmt9(r):
 def test_socket_activated_proxy_is_a_server():
     plain = _activated_scenario(base_env())
     ok = ["HTTP/1.0 200 OK"] * REQUESTS
-    check(plain["codes"] == ok and plain["warm"] and plain["warm"].startswith("warmup fail")
-          and plain["total"] < 2.0, "activated proxy without shim: " + _fmt9(plain))
+    check(plain["codes"] == ok and plain["warm"] and plain["warm"].startswith("warmup fail"),
+          "activated proxy without shim: " + _fmt9(plain))
     shim = _activated_scenario(shim_env(**PROD))
     what = "activated proxy+shim (auto): %s; without shim: %s" % (_fmt9(shim), _fmt9(plain))
     check(shim["warm"] is not None, what)
     warm_s = float(shim["warm"].split()[-1])
     # Paced, not deferred: the health check fails at once (a client would
     # wait out its 2 s timeout), every request is served at once via B.
-    check(shim["warm"].startswith("warmup fail") and warm_s < 0.5, what)
+    check(shim["warm"].startswith("warmup fail"), what)
+    check_not_delayed("the health check (%s)" % what, float(plain["warm"].split()[-1]), warm_s,
+                      WAIT)
     check(shim["codes"] == ok, what)
-    check(max(shim["times"][1:]) < 0.3 and shim["times"][0] < 1.5, what)
+    # the first request also starts the proxy (systemd-socket-activate)
+    check_not_delayed("the first request (%s)" % what, plain["times"][0], shim["times"][0], WAIT)
+    check_not_delayed("the slowest later request (%s)" % what, max(plain["times"][1:]),
+                      max(shim["times"][1:]), WAIT)
+    check_not_delayed("%d requests (%s)" % (REQUESTS, what), plain["total"], shim["total"], WAIT)
     check(1 <= shim["syns_a"] <= 2, what)
     check(shim["back"] is not None and shim["back"] <= BACK_BOUND, what)

@@ -2,8 +2,8 @@
 import sys
 import time
 
-from lib import (base_env, check, check_gaps, late_server_run, prog, run, shim_env,
-                 free_port, SynSniffer, Server, spawn, finish)
+from lib import (NO_DELAY, base_env, check, check_gaps, check_not_delayed, late_server_run, prog,
+                 run, shim_env, free_port, SynSniffer, Server, spawn, finish)
 
 PY_CLIENT = ("import socket,sys; s=socket.create_connection((sys.argv[1], int(sys.argv[2]))); "
              "print(s.recv(100).decode().strip())")
@@ -11,11 +11,9 @@ BASH_CLIENT = 'exec 3<>/dev/tcp/$0/$1 && head -n1 <&3'
 
 
 def _fails_without_shim(cmd, what):
-    t0 = time.monotonic()
     rc, out, err = run(cmd, base_env(), timeout=10)
     check(rc != 0, "%s connected without the shim and without a server?" % what)
     check("refused" in (out + err).lower(), "%s: expected 'refused' without shim: %r" % (what, err))
-    check(time.monotonic() - t0 < 5, "%s without shim should fail at once" % what)
 
 
 def _rides_out(cmd, what, host="127.0.0.1", port=None):
@@ -79,10 +77,15 @@ def test_tight_loop_is_paced():
 def test_disable_is_pass_through():
     port = free_port()
     cmd = [sys.executable, "-c", PY_CLIENT, "127.0.0.1", str(port)]
+    t0 = time.monotonic()
+    rc, out, err = run(cmd, base_env(), timeout=10)
+    plain = time.monotonic() - t0
+    check(rc != 0, "setup: connected without a server: %r" % out)
     with SynSniffer(port) as sn:
         t0 = time.monotonic()
-        rc, out, err = run(cmd, shim_env(BACKOFFSHIM_DISABLE="1"), timeout=10)
-        check(rc != 0 and time.monotonic() - t0 < 3, "disabled shim still waited")
+        rc, out, err = run(cmd, shim_env(BACKOFFSHIM_DISABLE="1", **NO_DELAY), timeout=10)
+        check(rc != 0, "disabled shim: the connect did not fail: %r" % out)
+        check_not_delayed("disabled shim: the refused connect", plain, time.monotonic() - t0)
         check("backoffshim" not in err, "disabled shim logged: %r" % err)
         sn.wait_for(2, 0.3)
         check(len(sn.times) == 1, "disabled shim: %d SYNs, expected 1" % len(sn.times))

@@ -107,11 +107,12 @@ def _late_server(port, server, spawn_client, late=LATE, first_syns=N, what="", t
 
 
 def _all_refused_at_once(r, name):
-    """Without the shim: N results, each the refusal `name`, all within 0.5 s."""
+    """Without the shim: N results, each the refusal `name`, all within half
+    the schedule's first wait (so that the shim's waits stand out)."""
     check(len(r["res"]) == N and all(x[0] == name for x in r["res"]),
           "without the shim: expected %d x %s, got %r" % (N, name, r["res"]))
     took = max(x[1] for x in r["res"]) - r["t0"]
-    check(took < 0.5, "without the shim the refusals took %.2fs" % took)
+    check(took < P_INITIAL / 2, "without the shim the refusals took %.2fs" % took)
 
 
 def _all_connect_within_a_step(port, srv, stop, cmd, what, greeting, skip_gaps=0):
@@ -266,7 +267,7 @@ def test_asyncio_pool_across_server_restart():
     r, t_down, _, _, _, _ = _pool_restart(base_env())
     check(all(x[0] == "ConnectionRefusedError" for x in r["res"]),
           "without the shim: expected 8 refused reconnects, got %r" % r["res"])
-    check(max(x[1] for x in r["res"]) - t_down < 0.5, "without the shim the refusals took"
+    check(max(x[1] for x in r["res"]) - t_down < P_INITIAL / 2, "without the shim the refusals took"
           " %.2fs" % (max(x[1] for x in r["res"]) - t_down))
     r, t_down, t_up, t_first, before, err = _pool_restart(shim_env(**PROD))
     bound = step_bound(t_up - t_first)
@@ -349,16 +350,17 @@ def test_ssh_connect_timeout_wins_against_dead_port():
     port = free_port()
     # Without the shim: a dead port is refused at once; a black hole (SYNs
     # dropped) runs into ConnectTimeout: the reference for 2 s.
-    rc, _, err, plain = _timed(_ssh(port, 2), base_env())
+    ct = 2  # ssh's ConnectTimeout (s)
+    rc, _, err, plain = _timed(_ssh(port, ct), base_env())
     check(rc == 255 and "refused" in err, "ssh without shim, dead port: rc=%d %r" % (rc, err))
-    check(plain < 1.0, "ssh without shim took %.2fs to see the refusal" % plain)
+    check(plain < ct / 2, "ssh without shim took %.2fs to see the refusal" % plain)
     hport = free_port()
     with BlackHole(hport):
-        rc, _, err, hole = _timed(_ssh(hport, 2), base_env())
-    check(rc == 255 and abs(hole - 2) <= 0.5, "ssh without shim, black hole: rc=%d %.2fs %r"
+        rc, _, err, hole = _timed(_ssh(hport, ct), base_env())
+    check(rc == 255 and abs(hole - ct) <= ct / 4, "ssh without shim, black hole: rc=%d %.2fs %r"
           % (rc, hole, err))
-    rc, _, err, t = _timed(_ssh(port, 2), shim_env(), timeout=8)
-    check(rc == 255 and abs(t - 2) <= 0.5,
+    rc, _, err, t = _timed(_ssh(port, ct), shim_env(), timeout=8)
+    check(rc == 255 and abs(t - ct) <= ct / 4,
           "ssh+shim against a dead port: rc=%d after %.2fs (expected 2s +- 0.5 as ssh's own "
           "ConnectTimeout; without shim: refused after %.2fs, black hole %.2fs); stderr %r"
           % (rc, t, plain, hole, err[-300:]))
@@ -499,7 +501,7 @@ def test_ruby_net_http_open_timeout_wins():
     port = free_port()
     rc, out, err = run(_ruby(port, 1), base_env(), timeout=15)
     res, secs, _, _, _ = _ruby_result(out, "ruby (no shim)")
-    check(res == "Errno::ECONNREFUSED" and secs < 0.5,
+    check(res == "Errno::ECONNREFUSED" and secs < 1 / 2,  # half its open_timeout
           "ruby without shim: %s after %.2fs; %r" % (res, secs, err[-200:]))
     rc, out, err = run(_ruby(port, 1), shim_env(), timeout=6)
     res, secs, _, gap, ticks = _ruby_result(out, "ruby (shim)")
@@ -535,8 +537,9 @@ def test_ruby_net_http_reaches_late_server():
 def test_psql_failover_to_second_host():
     port = free_port()
     with Postgres(port, host="127.0.0.2") as pg:
-        conn = ("host=127.0.0.1,127.0.0.2 port=%d connect_timeout=2 user=postgres "
-                "dbname=postgres" % port)
+        ct = 2  # libpq's connect_timeout (s)
+        conn = ("host=127.0.0.1,127.0.0.2 port=%d connect_timeout=%d user=postgres "
+                "dbname=postgres" % (port, ct))
         cmd = ["psql", conn, "-tAc", "select 40 + 2"]
         rc, out, err, plain = _timed(cmd, clean_env())
         check(rc == 0 and out.strip() == "42", "psql without shim: rc=%d %r %r"
@@ -544,9 +547,10 @@ def test_psql_failover_to_second_host():
         env = shim_env()
         env = {k: v for k, v in env.items() if not k.startswith("PG")}
         rc, out, err, t = _timed(cmd, env, timeout=8)
-    check(rc == 0 and out.strip() == "42" and t <= 3.0,
-          "psql+shim failover: rc=%d %r after %.2fs (bound 3s; without shim %.2fs); %r"
-          % (rc, out.strip(), t, plain, err[-300:]))
+    # the shim may hold the first host until connect_timeout, no longer
+    check(rc == 0 and out.strip() == "42" and t <= plain + 1.5 * ct,
+          "psql+shim failover: rc=%d %r after %.2fs (bound: %.2fs without shim + 1.5 x "
+          "connect_timeout %ds); %r" % (rc, out.strip(), t, plain, ct, err[-300:]))
 
 
 # --- 7. python create_connection(timeout=30) under alarm(2) ---------------
@@ -593,13 +597,14 @@ DONE_LINE = re.compile(r"^done waits=(\d+) ready=(\d+) pending=(\d+) wall_ms=(\d
 
 def _multiwait(kind):
     port = free_port()
-    cmd = [prog("multiwait"), kind, "127.0.0.1", str(port), str(N), "3000"]
+    wait_ms = 3000
+    cmd = [prog("multiwait"), kind, "127.0.0.1", str(port), str(N), str(wait_ms)]
     # Without the shim: every socket reports its error at once.
     rc, out, err = run(cmd, base_env(), timeout=10)
     m = DONE_LINE.search(out)
     check(rc == 0 and m, "multiwait %s without shim: rc=%d %r" % (kind, rc, out[-300:]))
     ready = re.findall(r"^ready fd=\d+ events=0x([0-9a-f]+) so_error=(\S+)$", out, re.M)
-    check(int(m.group(2)) == N and int(m.group(4)) < 200 and len(ready) == N
+    check(int(m.group(2)) == N and int(m.group(4)) < wait_ms / 2 and len(ready) == N
           and all(int(e, 16) & 0x8 and s == "ECONNREFUSED" for e, s in ready),
           "multiwait %s without shim: expected 8 fds with ERR and ECONNREFUSED at once: %r"
           % (kind, out))
@@ -613,7 +618,8 @@ def _multiwait(kind):
     check(rc == 0 and m, what)
     waits = [(int(a), int(b)) for a, b in WAIT_LINE.findall(out)]
     check(int(m.group(1)) == 1 and waits and waits[0][0] == 0
-          and abs(waits[0][1] - 3000) <= 300, "the wait did not time out at 3s: " + what)
+          and abs(waits[0][1] - wait_ms) <= wait_ms / 10,
+          "the wait did not time out at %dms: %s" % (wait_ms, what))
     check(int(m.group(2)) == 0 and int(m.group(3)) == N, "an fd was reported: " + what)
     pend = re.findall(r"^pending fd=\d+ so_error=(\S+)$", out, re.M)
     check(len(pend) == N and all(s == "0" for s in pend), "SO_ERROR not 0: " + what)

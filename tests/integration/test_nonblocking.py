@@ -7,8 +7,8 @@ import tempfile
 import threading
 import time
 
-from lib import (Server, SynSniffer, base_env, check, check_gaps, finish, free_port, run,
-                 shim_env, spawn, SLACK, INITIAL)
+from lib import (NO_DELAY, Server, SynSniffer, base_env, check, check_gaps, check_not_delayed,
+                 finish, free_port, run, shim_env, spawn, SLACK, INITIAL)
 from servers import HttpServer
 
 NB_CLIENT = r"""
@@ -28,17 +28,22 @@ for i in range(n):
 
 def test_pace_mode_fails_fast_inside_the_window():
     port = free_port()
-    with SynSniffer(port) as sn:
-        t0 = time.monotonic()
-        rc, out, err = run([sys.executable, "-c", NB_CLIENT, str(port), "6"],
-                           shim_env(BACKOFFSHIM_NONBLOCKING="pace"))
-        took = time.monotonic() - t0
-        lines = out.split()
-        check(lines[0::2] == ["ECONNREFUSED"] * 6, "pace: %r" % out)
-        check(max(float(x) for x in lines[1::2]) < 0.02, "pace mode slept: %r" % out)
-        sn.wait_for(3, 0.3)
-        check(len(sn.times) == 1, "inside the window no SYN may be sent; saw %d" % len(sn.times))
-    check(took < 2, "pace mode took %.2fs" % took)
+    took, slowest = {}, {}
+    for name, env in (("plain", base_env()),
+                      ("shim", shim_env(BACKOFFSHIM_NONBLOCKING="pace", **NO_DELAY))):
+        with SynSniffer(port) as sn:
+            t0 = time.monotonic()
+            rc, out, err = run([sys.executable, "-c", NB_CLIENT, str(port), "6"], env)
+            took[name] = time.monotonic() - t0
+            lines = out.split()
+            check(lines[0::2] == ["ECONNREFUSED"] * 6, "%s: %r" % (name, out))
+            slowest[name] = max(float(x) for x in lines[1::2])
+            if name == "shim":
+                sn.wait_for(3, 0.3)
+                check(len(sn.times) == 1,
+                      "inside the window no SYN may be sent; saw %d" % len(sn.times))
+    check_not_delayed("the slowest connect in pace mode", slowest["plain"], slowest["shim"])
+    check_not_delayed("6 connects in pace mode", took["plain"], took["shim"])
 
 
 def test_retry_mode_budget_returns_last_real_error():
@@ -81,12 +86,15 @@ def test_multi_address_fallback_is_not_slowed():
             check(rc0 == 0 and rc1 == 0, "dualhost %s: %r %r / %r" % (timeout, out0, err0, err1))
             t0, t1 = float(out0.split()[1]), float(out1.split()[1])
             check(out1.split()[2] == "127.0.0.1", "connected to %r" % out1)
-            check(t1 < t0 + 0.1 and t1 < 0.5, "shim slowed fallback: %.3fs vs %.3fs" % (t1, t0))
+            check_not_delayed("the fallback to 127.0.0.1", t0, t1, wait=2.0)  # initial_backoff
             check("next attempt" not in err1, "a wait was announced: %r" % err1)
         curl = ["curl", "-sS", "-w", " %{time_connect}", "http://dualhost:%d/" % srv.port]
-        rc, out, err = _in_private_hosts(curl, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s"))
-        check(rc == 0 and "hello from server" in out, "curl dualhost: %r %r" % (out, err))
-        check(float(out.split()[-1]) < 0.5, "curl slowed: %r" % out)
+        conn = []
+        for env in (base_env(), shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s")):
+            rc, out, err = _in_private_hosts(curl, env)
+            check(rc == 0 and "hello from server" in out, "curl dualhost: %r %r" % (out, err))
+            conn.append(float(out.split()[-1]))
+        check_not_delayed("curl's connect to dualhost", conn[0], conn[1], wait=2.0)
 
 
 def test_curl_happy_eyeballs_still_works():
@@ -106,9 +114,14 @@ def test_curl_happy_eyeballs_still_works():
     try:
         with HttpServer(port, host="127.0.0.1"):
             curl = ["curl", "-sS", "-w", " %{time_total}", "http://dualhost:%d/" % port]
-            rc, out, err = _in_private_hosts(curl, shim_env())
-            check(rc == 0 and "hello from server" in out, "curl: %r %r" % (out, err))
-            check(float(out.split()[-1]) < 1.5, "happy eyeballs too slow: %r" % out)
+            total = []
+            for env in (base_env(), shim_env(**NO_DELAY)):
+                rc, out, err = _in_private_hosts(curl, env)
+                check(rc == 0 and "hello from server" in out, "curl: %r %r" % (out, err))
+                total.append(float(out.split()[-1]))
+            # holding the ::1 attempt up costs at least min_connect_timeout
+            # (1 s) or a first wait (NO_DELAY: 1 s)
+            check_not_delayed("happy eyeballs", total[0], total[1])
     finally:
         for f in fillers:
             f.close()
@@ -204,7 +217,9 @@ def test_nonblocking_retry_with_a_stopping_policy_ends():
         took = time.monotonic() - t0
         sn.wait_for(20, 0.3)
     check(out.strip() == "111", "expected ECONNREFUSED: %r %r" % (out, err[-300:]))
-    check(len(sn.times) <= 5 and took < 3, "%d SYNs in %.1fs: not bounded" % (len(sn.times), took))
+    # unbounded, the program's select() would end it after its 10 s
+    check(len(sn.times) <= 5 and took < 10 / 2, "%d SYNs in %.1fs: not bounded"
+          % (len(sn.times), took))
 
 
 def test_error_read_away_by_poll_is_returned_by_send():
@@ -230,8 +245,9 @@ def test_udp_connect_is_never_delayed():
             "t0=time.monotonic()\n"
             "v=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); v.connect(('127.0.0.1', %d))\n"
             "print('connect %%.3f' %% (time.monotonic() - t0))\n" % (port, port))
-    rc, out, err = run([sys.executable, "-c", code], shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s"))
-    lines = out.split("\n")
-    check("refused 111" in out, "setup: %r %r" % (out, err))
-    took = float([l for l in lines if l.startswith("connect")][0].split()[1])
-    check(took < 0.1, "a UDP connect waited %.3fs" % took)
+    took = []
+    for env in (base_env(), shim_env(**NO_DELAY)):
+        rc, out, err = run([sys.executable, "-c", code], env)
+        check("refused 111" in out, "setup: %r %r" % (out, err))
+        took.append(float([l for l in out.split("\n") if l.startswith("connect")][0].split()[1]))
+    check_not_delayed("a UDP connect after a refusal", took[0], took[1])
