@@ -106,3 +106,18 @@ uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid)
 {
 	return bs_probe_make(now + BS_PROBE_GRACE + timeout, tid);
 }
+
+enum bs_no_wait bs_attempt_no_wait(uint64_t state, uint64_t outcome_at, uint64_t every,
+				   uint64_t now)
+{
+	if (bs_state_may_attempt(state))
+		return BS_NW_GO;
+	int due = now >= bs_state_next_at(state);
+	if (!every)
+		return due ? BS_NW_DUE : BS_NW_WINDOW;
+	if (outcome_at > now && outcome_at - now > every)
+		outcome_at = 0; /* later than any real outcome: garbage, claimable */
+	if (outcome_at > now || now - outcome_at < every)
+		return BS_NW_WINDOW; /* one real attempt per `every`, due or not */
+	return due ? BS_NW_CLAIM_DUE : BS_NW_CLAIM_PROBE;
+}

@@ -88,6 +88,21 @@ void bs_attempt_failed(struct bs_attempt *a, int err);
 struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attempt_view *v,
 				     uint64_t now, uint64_t longest_wait);
 
+/* A non-blocking connect that may not wait (pace mode, and defer's first
+ * look) to a destination in `state`, whose last outcome was published at
+ * `outcome_at`:
+ *  GO:     healthy or on probation;
+ *  DUE:    the schedule's next attempt (its failure is the next step);
+ *  WINDOW: inside the backoff window: no attempt goes, except
+ *  (pace only, `every` = initial_backoff, 0 for none) one per `every`
+ *  since the last outcome, which the caller claims by moving outcome_at
+ *  from the value it read to now (so concurrent connects send one):
+ *  CLAIM_DUE: that attempt, due; CLAIM_PROBE: that attempt inside the
+ *  window, a window probe whose failure folds into the current step. */
+enum bs_no_wait { BS_NW_GO, BS_NW_DUE, BS_NW_WINDOW, BS_NW_CLAIM_DUE, BS_NW_CLAIM_PROBE };
+enum bs_no_wait bs_attempt_no_wait(uint64_t state, uint64_t outcome_at, uint64_t every,
+				   uint64_t now);
+
 /* The probe word of an attempt taken at `now` that may run `timeout`: it
  * goes stale a grace second after the attempt must be over, so a holder
  * that vanished mid-attempt blocks the others no longer. tid: the

@@ -80,44 +80,37 @@ int bs_nb_wait_due(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 	return err;
 }
 
-/* Pace: has initial_backoff passed since the destination's last outcome?
- * Then this connect is the window's one real attempt (claimed by moving
- * the outcome time, so concurrent connects send one). */
-static int pace_probe_due(const struct bs_config *cfg, struct bs_entry *e, uint64_t now)
-{
-	uint64_t o = atomic_load(&e->outcome_at), every = cfg->policy.initial_backoff;
-	return now >= o + every && atomic_compare_exchange_strong(&e->outcome_at, &o, now);
-}
-
-/* A connect inside the destination's backoff window, by mode. Returns 1
- * with the result in *r if the call is settled here, 0 to send the attempt
- * (*probe set if it is pace's probe inside the window). */
+/* A connect to a destination that may be in its backoff window, by mode,
+ * as the attempt model says (bs_attempt_no_wait). Returns 1 with the
+ * result in *r if the call is settled here, 0 to send the attempt (*probe
+ * set if it is pace's window probe). */
 static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		     socklen_t len, uint64_t key, uint64_t now, int *r, int *probe)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
-	uint64_t s = e ? atomic_load(&e->state) : 0;
-	if (bs_state_may_attempt(s))
-		return 0; /* healthy, or on probation: it goes */
-	int due = now >= bs_state_next_at(s);
-	switch (bs_nb_mode(cfg)) {
-	case BS_NB_PACE:
+	if (!e)
+		return 0;
+	int pace = bs_nb_mode(cfg) == BS_NB_PACE;
+	uint64_t o = atomic_load(&e->outcome_at);
+	enum bs_no_wait v = bs_attempt_no_wait(atomic_load(&e->state), o,
+					       pace ? cfg->policy.initial_backoff : 0, now);
+	if (v == BS_NW_GO || v == BS_NW_DUE)
+		return 0;
+	if ((v == BS_NW_CLAIM_DUE || v == BS_NW_CLAIM_PROBE) &&
+	    atomic_compare_exchange_strong(&e->outcome_at, &o, now))
+		return *probe = v == BS_NW_CLAIM_PROBE, 0;
+	/* inside the window (or another connect claimed its attempt) */
+	if (pace) {
 		/* no packet sent, but a destination that comes back is found
-		 * within initial_backoff: one real attempt per that interval,
-		 * the schedule's own (due: its failure is the next step) or a
-		 * probe inside the window (its failure folds into the step) */
-		if (pace_probe_due(cfg, e, now))
-			return *probe = !due, 0;
+		 * within initial_backoff */
 		errno = bs_nb_last_err(key);
 		return *r = -1, 1;
-	default: /* defer, retry: a non-blocking connect() never waits */
-		if (due)
-			return 0;
-		*r = bs_outcome_started(cfg, fd, addr, len, key, now);
-		if (!bs_park_waiting(cfg, fd, bs_nb_last_err(key)))
-			return bs_outcome_forget(fd), 0;
-		return 1;
 	}
+	/* defer, retry: a non-blocking connect() never waits: parked */
+	*r = bs_outcome_started(cfg, fd, addr, len, key, now);
+	if (!bs_park_waiting(cfg, fd, bs_nb_last_err(key)))
+		return bs_outcome_forget(fd), 0;
+	return 1;
 }
 
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,

@@ -190,6 +190,31 @@ static void test_newcomer(void **state)
 	assert_true(d.verdict == BS_WAIT && d.until == T0 + 10 * SEC);
 }
 
+/* A connect that may not wait: healthy goes; inside the window nothing
+ * goes but (pace) one claimed attempt per `every` since the last outcome,
+ * a window probe before the next allowed time, the next step after it. */
+static void test_no_wait(void **state)
+{
+	(void)state;
+	uint64_t s = bs_state_make(T0 + 5 * SEC, 2);
+	assert_int_equal(bs_attempt_no_wait(0, T0, SEC, T0), BS_NW_GO);
+	assert_int_equal(bs_attempt_no_wait(s | BS_PROBATION, T0, SEC, T0), BS_NW_GO);
+	/* defer (no probes) */
+	assert_int_equal(bs_attempt_no_wait(s, T0, 0, T0 + SEC), BS_NW_WINDOW);
+	assert_int_equal(bs_attempt_no_wait(s, T0, 0, T0 + 5 * SEC), BS_NW_DUE);
+	/* pace */
+	assert_int_equal(bs_attempt_no_wait(s, T0, SEC, T0 + SEC - 1), BS_NW_WINDOW);
+	assert_int_equal(bs_attempt_no_wait(s, T0, SEC, T0 + SEC), BS_NW_CLAIM_PROBE);
+	assert_int_equal(bs_attempt_no_wait(s, T0, SEC, T0 + 6 * SEC), BS_NW_CLAIM_DUE);
+	/* due, but an attempt went out less than `every` ago: not another */
+	assert_int_equal(bs_attempt_no_wait(s, T0 + 5500 * MS, SEC, T0 + 6 * SEC), BS_NW_WINDOW);
+	/* an outcome time later than any real one (a damaged shared table)
+	 * is claimed over, never waited on */
+	assert_int_equal(bs_attempt_no_wait(s, UINT64_MAX - 1, SEC, T0 + 6 * SEC), BS_NW_CLAIM_DUE);
+	assert_int_equal(bs_attempt_no_wait(s, T0 + 6 * SEC + SEC / 2, SEC, T0 + 6 * SEC),
+			 BS_NW_WINDOW); /* (a concurrent claim a moment ahead: not garbage) */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_budget_ends),
 		cmocka_unit_test(test_newcomer),
+		cmocka_unit_test(test_no_wait),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
