@@ -6,6 +6,7 @@
 #include "fastopen.h"
 
 #include "addr.h"
+#include "attempt.h"
 #include "clock.h"
 #include "nonblock.h"
 #include "outcome.h"
@@ -28,12 +29,13 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
 	if (e && !bs_state_may_attempt(atomic_load(&e->state))) {
 		int nb = bs_sock_is_nonblocking(fd);
-		int due = now >= bs_state_next_at(atomic_load(&e->state));
 		int err = 0;
 		if (nb && bs_nb_mode(cfg) == BS_NB_OFF)
 			err = 0;
-		else if (nb) /* a non-blocking call never waits */
-			err = due ? 0 : bs_nb_last_err(key);
+		else if (nb) /* a non-blocking call never waits: inside the window, it fails */
+			err = bs_attempt_no_wait(atomic_load(&e->state), 0, 0, now) == BS_NW_WINDOW
+				      ? bs_nb_last_err(key)
+				      : 0;
 		else {
 			struct bs_dest d = {key, addr, len};
 			err = bs_nb_wait_due(cfg, fd, &d, now);
