@@ -1,12 +1,13 @@
 /* attempt: one connect's retry decisions. See attempt.h. */
 #include "attempt.h"
 
+#include "config.h"
 #include "table.h"
 
-void bs_attempt_init(struct bs_attempt *a, uint64_t start, uint64_t max_elapsed,
-		     uint32_t max_attempts, uint64_t prog_timeout)
+void bs_attempt_init(struct bs_attempt *a, const struct bs_config *cfg, uint64_t start,
+		     uint64_t prog_timeout)
 {
-	bs_budget_init(&a->b, start, max_elapsed, max_attempts, prog_timeout);
+	bs_budget_init(&a->b, start, cfg->max_elapsed, cfg->max_attempts, prog_timeout);
 	a->anchor_at = start;
 	a->seen_fail = 0;
 	a->resets = 0;

@@ -71,11 +71,13 @@ struct bs_decision {
 			 * or judge again) */
 };
 
-/* The one place a connect's budget is built: a call that started at
- * `start`, with the config's max_elapsed and max_attempts (0: no limit)
- * and the program's SO_SNDTIMEO (BS_BUDGET_NO_TIMEOUT for none). */
-void bs_attempt_init(struct bs_attempt *a, uint64_t start, uint64_t max_elapsed,
-		     uint32_t max_attempts, uint64_t prog_timeout);
+/* The one place a connect's budget is built, by one rule: a call that
+ * started at `start`, with cfg's max_elapsed and max_attempts (0: no
+ * limit) and, for a blocking socket, the program's SO_SNDTIMEO
+ * (`prog_timeout`; BS_BUDGET_NO_TIMEOUT for none or a non-blocking one). */
+struct bs_config;
+void bs_attempt_init(struct bs_attempt *a, const struct bs_config *cfg, uint64_t start,
+		     uint64_t prog_timeout);
 
 /* The attempt begins watching the destination in `state` (its failures
  * before this call are not this call's), with `resets` and `last_err`. */

@@ -414,7 +414,7 @@ static void start_call(struct call *c, uint64_t start)
 	c->fallback = bs_res_has_alternative(bs_res(), c->key, start, BS_RES_FALLBACK);
 	uint64_t prog = bs_sock_sndtimeo_ns(c->fd);
 	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
-	bs_attempt_init(&c->a, start, c->cfg->max_elapsed, c->cfg->max_attempts, prog);
+	bs_attempt_init(&c->a, c->cfg, start, prog);
 }
 
 /* A blocking stream socket whose first attempt failed with err (t0 its

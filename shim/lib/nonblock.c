@@ -68,7 +68,7 @@ static enum bs_stop wait_due(const struct bs_config *cfg, uint64_t key, struct b
 int bs_nb_wait_due(const struct bs_config *cfg, int fd, const struct bs_dest *d, uint64_t now)
 {
 	struct bs_attempt a; /* max_elapsed from now, and the program's SO_SNDTIMEO */
-	bs_attempt_init(&a, now, cfg->max_elapsed, 0, bs_sock_sndtimeo_ns(fd));
+	bs_attempt_init(&a, cfg, now, bs_sock_sndtimeo_ns(fd)); /* (a blocking socket) */
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	if (e)
 		bs_attempt_join(&a, atomic_load(&e->state), atomic_load(&e->resets), 0);
@@ -220,7 +220,7 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		    uint64_t start, int err)
 {
 	struct bs_attempt a;
-	bs_attempt_init(&a, start, cfg->max_elapsed, cfg->max_attempts, BS_BUDGET_NO_TIMEOUT);
+	bs_attempt_init(&a, cfg, start, BS_BUDGET_NO_TIMEOUT);
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	if (e) /* its own failure is published already: counted once */
 		bs_attempt_join(&a, atomic_load(&e->state), atomic_load(&e->resets), 0);
@@ -243,10 +243,11 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 }
 
 /* The policy allows no further attempt: the common give-up line. */
-static void give_up_policy(int fd, const struct bs_dest *d, uint64_t start, int err)
+static void give_up_policy(const struct bs_config *cfg, int fd, const struct bs_dest *d,
+			   uint64_t start, int err)
 {
 	struct bs_attempt a;
-	bs_attempt_init(&a, start, 0, 0, BS_BUDGET_NO_TIMEOUT);
+	bs_attempt_init(&a, cfg, start, BS_BUDGET_NO_TIMEOUT);
 	bs_budget_count(&a.b, atomic_load(&bs_fd_slot(bs_fds(), fd)->steps) + 1);
 	bs_budget_stop(&a.b, BS_STOP_POLICY);
 	int saved = errno;
@@ -290,7 +291,7 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 						   fallback ? 0 : bs_park_budget_end(cfg, fd));
 	bs_outcome_let_probe_go(d->key, probe);
 	if (policy_done && !fallback && d->addr)
-		give_up_policy(fd, d, start, err);
+		give_up_policy(cfg, fd, d, start, err);
 	if (policy_done || fallback || !d->addr) {
 		bs_outcome_forget(fd);
 		return err;

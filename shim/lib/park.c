@@ -29,8 +29,7 @@ static struct bs_fdslot *slot(int fd)
  * step. */
 static void attempt_load(const struct bs_config *cfg, struct bs_fdslot *s, struct bs_attempt *a)
 {
-	bs_attempt_init(a, atomic_load(&s->call_start), cfg->max_elapsed, cfg->max_attempts,
-			BS_BUDGET_NO_TIMEOUT);
+	bs_attempt_init(a, cfg, atomic_load(&s->call_start), BS_BUDGET_NO_TIMEOUT);
 	bs_budget_count(&a->b, atomic_load(&s->steps));
 	a->anchor_at = atomic_load(&s->since);
 	a->seen_fail = atomic_load(&s->seen_fail);

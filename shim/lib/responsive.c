@@ -154,7 +154,7 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 	uint64_t prog = blocking ? bs_sock_sndtimeo_ns(fd) : BS_BUDGET_NO_TIMEOUT;
 	int has_tv = prog != BS_BUDGET_NO_TIMEOUT;
 	struct bs_attempt a; /* (its budget: the responsive policy paces itself) */
-	bs_attempt_init(&a, start, cfg->max_elapsed, cfg->max_attempts, prog);
+	bs_attempt_init(&a, cfg, start, prog);
 	struct bs_dest d = {key, addr, len};
 	for (;;) {
 		uint64_t iv = atomic_load(&e->interval);

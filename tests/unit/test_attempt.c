@@ -4,6 +4,9 @@
 #include "unit_time.h"
 
 #include "attempt.h"
+#include "config.h"
+
+#include <string.h>
 #include "table.h"
 
 #define T0 (1000 * SEC)
@@ -18,8 +21,12 @@ static struct bs_attempt_view view(uint64_t s)
 
 static struct bs_attempt fresh(uint64_t max_elapsed, uint32_t max_attempts)
 {
+	struct bs_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.max_elapsed = max_elapsed;
+	cfg.max_attempts = max_attempts;
 	struct bs_attempt a;
-	bs_attempt_init(&a, T0, max_elapsed, max_attempts, BS_BUDGET_NO_TIMEOUT);
+	bs_attempt_init(&a, &cfg, T0, BS_BUDGET_NO_TIMEOUT);
 	return a;
 }
 
@@ -169,6 +176,16 @@ static void test_budget_ends(void **state)
 	v = view(s);
 	assert_int_equal(bs_attempt_decide(&a, &v, T0 + 1500 * MS, LONGEST).verdict, BS_END);
 	assert_int_equal(a.b.stop, BS_STOP_MAX_ELAPSED);
+
+	/* a blocking socket's SO_SNDTIMEO bounds it too (TCP Fast Open's wait
+	 * once ignored it) */
+	struct bs_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	bs_attempt_init(&a, &cfg, T0, 500 * MS);
+	bs_attempt_join(&a, s, 0, 0);
+	v = view(s);
+	assert_int_equal(bs_attempt_decide(&a, &v, T0, LONGEST).verdict, BS_END);
+	assert_int_equal(a.b.stop, BS_STOP_NEXT_PROG);
 }
 
 /* A newcomer to a shared schedule goes at join_at when that is earlier
