@@ -299,3 +299,72 @@ class Redis(_ProcFixture):
                 return s.recv(64).startswith(b"+PONG")
         except OSError:
             return False
+
+
+class ReadyGate:
+    """A server fixture seen through a port of its own that opens only once
+    the server is ready: start() starts `inner` (on another port) and waits
+    for its readiness probe, then listens on `port` and relays every
+    connection to inner's. A client on `port` never meets a server that
+    listens but is still starting (PostgreSQL answers "the database system
+    is starting up" for a moment after it listens, longer on a loaded
+    machine): what a late server means to a client is then one thing, the
+    port refusing until the server can serve. stop() closes the port and the
+    relays, then stops inner."""
+
+    def __init__(self, inner, port):
+        self.inner, self.port = inner, port
+        self.lst, self.conns = None, []
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.inner.close()
+
+    def start(self):
+        self.inner.start()
+        self.lst = socket.socket()
+        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lst.bind(("127.0.0.1", self.port))
+        self.lst.listen(64)
+        threading.Thread(target=self._accept, args=(self.lst,), daemon=True).start()
+
+    def stop(self):
+        lst, self.lst = self.lst, None
+        if lst is not None:
+            lst.shutdown(socket.SHUT_RDWR)
+            lst.close()
+        for c in self.conns:
+            c.close()
+        self.conns = []
+        self.inner.stop()
+
+    def _accept(self, lst):
+        while True:
+            try:
+                c, _ = lst.accept()
+            except OSError:
+                return  # closed by stop()
+            u = socket.create_connection(("127.0.0.1", self.inner.port), timeout=10)
+            self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._relay, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _relay(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                b.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass

@@ -9,7 +9,7 @@ import time
 
 from lib import (SynSniffer, base_env, check, check_gaps, finish, free_port, run,
                  shim_env, spawn)
-from servers import HttpServer, Postgres, Redis, clean_env
+from servers import HttpServer, Postgres, ReadyGate, Redis, clean_env
 
 
 def _rides_out_restart(server, cmd, env_extra=None, expect="hello from server",
@@ -73,9 +73,14 @@ def test_python_urllib():
 
 
 def test_psql():
-    with Postgres(free_port()) as pg:
-        cmd = pg.psql + ["select 40 + 2"]
-        _rides_out_restart(pg, cmd, expect="42", plain_env=clean_env())
+    """psql rides out a restart of PostgreSQL, seen through a port that opens
+    once the server is ready (servers.ReadyGate): a postmaster that listens
+    but is still starting answers with an error of its own, shim or not."""
+    pg = Postgres(free_port())
+    with ReadyGate(pg, free_port()) as gate:
+        cmd = ["psql", "-h", "127.0.0.1", "-p", str(gate.port), "-U", "postgres",
+               "-d", "postgres", "-tAc", "select 40 + 2"]
+        _rides_out_restart(gate, cmd, expect="42", plain_env=clean_env())
 
 
 def test_redis_cli():
