@@ -357,8 +357,10 @@ int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t cookie)
 {
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	struct dest d;
-	if (!s || !read_dest(s, &d))
+	if (!s)
 		return 0;
+	if (!read_dest(s, &d))
+		return -1;
 	return d.cookie != 0 && d.cookie == cookie;
 }
 

@@ -326,8 +326,9 @@ int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 /* Record the socket's identity (its SO_COOKIE) for fd (a cookie of 0,
  * which no socket has, records none). */
 void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t cookie);
-/* 1 only if an identity was recorded for fd and it is `cookie`; 0
- * otherwise (none recorded, another one, out of range, no consistent read). */
+/* 1 only if an identity was recorded for fd and it is `cookie`; 0 if
+ * another or none is recorded (or fd is out of range); -1 if no consistent
+ * read was had (a write in progress): the caller cannot tell now. */
 int bs_fd_ident_matches(struct bs_fdtab *t, int fd, uint64_t cookie);
 
 #endif

@@ -60,12 +60,21 @@ static void copied(int from, int to)
 	bs_fd_copy(bs_fds(), from, to);
 }
 
-static int do_dup(int from)
+/* The number a dup returned: what `from` names (tracked), or a clean slot
+ * (one load when it already is: a number closed behind the wrappers' back
+ * may have left a slot). */
+static int duplicated(int from, int r)
 {
-	int r = bs_real_dup(from);
 	if (r >= 0 && bs_fd_state(bs_fds(), from) != BS_FD_NONE)
 		copied(from, r);
+	else
+		bs_outcome_new_fd(r);
 	return r;
+}
+
+static int do_dup(int from)
+{
+	return duplicated(from, bs_real_dup(from));
 }
 
 static int do_dup2(int from, int to)
@@ -86,23 +95,19 @@ static int do_dup3(int from, int to, int flags)
 	return r;
 }
 
-/* The fcntl commands the fd table cares about. */
+/* The fcntl commands the fd table cares about, but for the dups. */
 static int fcntl_watched(int fd, int cmd, unsigned long arg)
 {
-	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-		return bs_fd_state(bs_fds(), fd) != BS_FD_NONE;
 	return cmd == F_SETFL && (arg & O_ASYNC) && bs_fd_state(bs_fds(), fd) != BS_FD_NONE;
 }
 
-/* after a successful watched fcntl that returned r */
-static __attribute__((noinline)) void fcntl_done(int fd, int cmd, int r)
+/* after a successful F_SETFL with O_ASYNC on a tracked fd */
+static __attribute__((noinline)) void async_set(int fd)
 {
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (!bs_custody_here())
 		return;
-	if (cmd != F_SETFL) {
-		copied(fd, r);
-	} else if (s) { /* O_ASYNC: its signals would tell; no parking from now */
+	if (s) { /* O_ASYNC: its signals would tell; no parking from now */
 		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
 		if (bs_park_is_parked(fd))
 			bs_park_end(fd);
@@ -111,19 +116,33 @@ static __attribute__((noinline)) void fcntl_done(int fd, int cmd, int r)
 
 static int do_fcntl(int (*real)(int, int, unsigned long), int fd, int cmd, unsigned long arg)
 {
+	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		return duplicated(fd, real(fd, cmd, arg));
 	if (!fcntl_watched(fd, cmd, arg))
 		return real(fd, cmd, arg);
 	int r = real(fd, cmd, arg);
 	if (r >= 0)
-		fcntl_done(fd, cmd, r);
+		async_set(fd);
 	return r;
+}
+
+/* fds lo..hi are closed: the probes their connects held are let go, then
+ * their slots renewed. */
+static void closed_range(unsigned lo, unsigned hi)
+{
+	struct bs_fdtab *t = bs_fds();
+	unsigned high = atomic_load(&t->high);
+	for (unsigned fd = lo; fd <= hi && fd < high && fd < t->cap; fd++)
+		if (bs_fd_state_in_flight(bs_fd_state(t, (int)fd)))
+			bs_outcome_probe_learned((int)fd);
+	bs_fd_clear_range(t, lo, hi);
 }
 
 static int do_close_range(unsigned first, unsigned last, int flags)
 {
 	int r = bs_real_close_range(first, last, flags);
 	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && bs_custody_here())
-		bs_fd_clear_range(bs_fds(), first, last);
+		closed_range(first, last);
 	return r;
 }
 
@@ -131,7 +150,7 @@ static void do_closefrom(int lowfd)
 {
 	bs_real_closefrom(lowfd);
 	if (lowfd >= 0 && bs_custody_here())
-		bs_fd_clear_range(bs_fds(), (unsigned)lowfd, ~0u);
+		closed_range((unsigned)lowfd, ~0u);
 }
 
 BS_API int close(int fd) { return do_close(fd); }

@@ -43,11 +43,20 @@ int bs_custody_take(int fd)
 	return 1;
 }
 
-int bs_custody_holds(int fd)
+enum bs_custody bs_custody_check(int fd)
 {
 	struct bs_sock_ident id;
-	return bs_custody_here() && bs_sock_ident(fd, &id) &&
-	       bs_fd_ident_matches(bs_fds(), fd, id.cookie);
+	if (!bs_custody_here())
+		return BS_CUSTODY_UNSURE;
+	if (!bs_sock_ident(fd, &id))
+		return BS_CUSTODY_GONE; /* no socket at all now */
+	int m = bs_fd_ident_matches(bs_fds(), fd, id.cookie);
+	return m > 0 ? BS_CUSTODY_HELD : m < 0 ? BS_CUSTODY_UNSURE : BS_CUSTODY_GONE;
+}
+
+int bs_custody_holds(int fd)
+{
+	return bs_custody_check(fd) == BS_CUSTODY_HELD;
 }
 
 /* /proc/self/maps names an io_uring's rings "anon_inode:[io_uring]". At

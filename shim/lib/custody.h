@@ -37,7 +37,15 @@ int bs_custody_here(void);
  * 0 if fd names no socket (then no made-up answer may follow). */
 int bs_custody_take(int fd);
 /* Does fd still name the socket the shim took custody of, in its owner?
- * 0 otherwise: the caller passes the call through. */
+ *  HELD:   yes;
+ *  GONE:   the number names another descriptor, or none: the slot is
+ *          stale, to be forgotten (silently), and the call passes through;
+ *  UNSURE: not the owner process, or the slot is being written (a signal
+ *          handler interrupted its writer): the call passes through and
+ *          nothing is changed. */
+enum bs_custody { BS_CUSTODY_GONE, BS_CUSTODY_HELD, BS_CUSTODY_UNSURE };
+enum bs_custody bs_custody_check(int fd);
+/* bs_custody_check(fd) == BS_CUSTODY_HELD. */
 int bs_custody_holds(int fd);
 /* May the shim hide a failure that the program learned by its own look
  * (getsockopt, read, send, connect) rather than through a readiness call

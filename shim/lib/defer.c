@@ -166,10 +166,22 @@ enum bs_screen bs_defer_screen(int fd)
 	int mode = mode_of(fd, &cfg);
 	if (mode != BS_NB_DEFER && mode != BS_NB_RETRY)
 		return BS_SCREEN_KEEP; /* the program reads its error itself */
+	enum bs_custody c = bs_custody_check(fd);
+	if (c != BS_CUSTODY_HELD) {
+		if (c == BS_CUSTODY_GONE)
+			bs_outcome_forget(fd); /* another socket took the number */
+		return BS_SCREEN_KEEP;
+	}
 	struct bs_sock_ident id;
 	int err;
-	if (!bs_sock_ident(fd, &id) || (err = bs_sock_take_error(fd)) <= 0)
+	if (!bs_sock_ident(fd, &id))
 		return BS_SCREEN_KEEP;
+	if ((err = bs_sock_take_error(fd)) <= 0) {
+		/* another thread's report of the same failure read it first,
+		 * and parked the socket: this report goes too */
+		return bs_park_is_parked(fd) && bs_park_holds(fd) ? BS_SCREEN_HIDE
+								   : BS_SCREEN_KEEP;
+	}
 	int res = bs_nb_outcome(cfg, fd, err, 1);
 	if (res == BS_NB_PARKED_NOW)
 		return BS_SCREEN_HIDE;

@@ -18,6 +18,7 @@
 #include "outcome.h"
 #include "policy.h"
 #include "real.h"
+#include "role.h"
 #include "shared.h"
 #include "shim.h"
 #include "sock.h"
@@ -464,7 +465,8 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	uint64_t t0 = 0;
 	int err = 0;
 
-	if (bs_state_may_attempt(s)) {
+	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len))) {
+		/* (a connect to one of its own listening ports always goes) */
 		int r = first_attempt(&c, saved, &t0, &err);
 		if (r != AGAIN)
 			return r;

@@ -88,8 +88,8 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 		     socklen_t len, uint64_t key, uint64_t now, int *r, int *probe)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
-	if (!e)
-		return 0;
+	if (!e || bs_role_serves(addr, len))
+		return 0; /* (a connect to one of its own listening ports goes) */
 	int pace = bs_nb_mode(cfg) == BS_NB_PACE;
 	uint64_t o = atomic_load(&e->outcome_at);
 	enum bs_no_wait v = bs_attempt_no_wait(atomic_load(&e->state), o,
@@ -286,6 +286,16 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		bs_outcome_probe_failed(d, err); /* the window's step already counts it */
 		return settled(cfg, fd, d, t0, err, probe);
 	}
+	int mode = bs_nb_mode(cfg);
+	if ((mode == BS_NB_DEFER || mode == BS_NB_RETRY) && !bs_custody_holds(fd)) {
+		/* not the socket whose connect this slot recorded (the number
+		 * was reused behind the wrappers), or not this process's: its
+		 * error is the program's alone, and no failure of d */
+		bs_outcome_let_probe_go(d->key, probe);
+		if (bs_custody_check(fd) == BS_CUSTODY_GONE)
+			bs_outcome_forget(fd);
+		return err;
+	}
 	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
 	int policy_done = bs_outcome_failed_within(cfg, d, t0, err,
 						   fallback ? 0 : bs_park_budget_end(cfg, fd));
@@ -296,7 +306,6 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		bs_outcome_forget(fd);
 		return err;
 	}
-	int mode = bs_nb_mode(cfg);
 	if (mode == BS_NB_RETRY && may_wait)
 		return nb_retry(cfg, fd, d, start, err);
 	/* retry mode waits only where the program could block itself;

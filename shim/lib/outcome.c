@@ -255,11 +255,17 @@ void bs_outcome_healthy(uint64_t key)
 int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		       socklen_t len, uint64_t key, uint64_t t0)
 {
-	if (bs_nb_mode(cfg) != BS_NB_OFF) {
+	int mode = bs_nb_mode(cfg);
+	if (mode != BS_NB_OFF) {
 		bs_fd_track(bs_fds(), fd, BS_FD_CONNECTING, key, t0, t0, addr, len);
 		struct bs_entry *e = bs_table_find(bs_tab(), key);
 		atomic_store(&bs_fd_slot(bs_fds(), fd)->seen_fail,
 			     e ? bs_state_failures(atomic_load(&e->state)) : 0);
+		/* custody from the start in the modes that may hide its failure:
+		 * the socket, not whatever takes the number later, is the one
+		 * that may be parked */
+		if (mode == BS_NB_DEFER || mode == BS_NB_RETRY)
+			bs_custody_take(fd);
 	}
 	errno = EINPROGRESS;
 	return -1;
@@ -415,12 +421,12 @@ void bs_owe(int fd, const struct bs_sock_ident *id, int err)
 
 int bs_owed_holds(int fd)
 {
-	if (bs_fd_state(bs_fds(), fd) != BS_FD_FAILED || !bs_custody_here())
+	if (bs_fd_state(bs_fds(), fd) != BS_FD_FAILED)
 		return 0;
-	if (bs_custody_holds(fd))
-		return 1;
-	bs_fd_clear(bs_fds(), fd); /* closed behind our back, number reused */
-	return 0;
+	enum bs_custody c = bs_custody_check(fd);
+	if (c == BS_CUSTODY_GONE)
+		bs_fd_clear(bs_fds(), fd); /* closed behind our back, number reused */
+	return c == BS_CUSTODY_HELD;
 }
 
 int bs_owed_take(int fd)
@@ -455,4 +461,10 @@ void bs_outcome_probe_learned(int fd)
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (s && atomic_load(&s->probe))
 		bs_outcome_let_probe_go(atomic_load(&s->key), bs_outcome_take_probe(fd));
+}
+
+void bs_outcome_renew(int fd)
+{
+	bs_outcome_probe_learned(fd);
+	bs_fd_renew(bs_fds(), fd);
 }

@@ -81,10 +81,16 @@ void bs_outcome_paced_connected(int fd, uint64_t t0);
 /* Nothing more is to be learned from fd (its connect failed for good, was
  * given up, or it is not a stream): untracked. */
 void bs_outcome_forget(int fd);
-/* The number fd names a new descriptor (socket, accept): nothing known. */
+/* The number fd names a new descriptor (socket, accept, dup): nothing
+ * known. One load when its slot is clean; otherwise (a number closed behind
+ * the wrappers' back) the probe its old connect held is let go and the
+ * slot renewed. */
+void bs_outcome_renew(int fd);
 static inline void bs_outcome_new_fd(int fd)
 {
-	bs_fd_renew(bs_fds(), fd);
+	struct bs_fdtab *t = bs_fds();
+	if ((unsigned)fd < t->cap && bs_fd_head_of(bs_fd_slot_at(t, fd)) != 0)
+		bs_outcome_renew(fd);
 }
 int bs_outcome_lived(const struct bs_config *cfg, int fd, uint64_t key);
 void bs_outcome_first_byte(const struct bs_config *cfg, int fd, const struct bs_dest *d);

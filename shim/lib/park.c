@@ -146,9 +146,9 @@ uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd)
 }
 
 /* Parked: the slot says so; `since` keeps what judge() stored in it. */
-static void set_parked(struct bs_fdslot *s, int fd)
+static int set_parked(struct bs_fdslot *s, int fd)
 {
-	bs_fd_set(bs_fds(), fd, BS_FD_PARKED, atomic_load(&s->since));
+	return bs_fd_set(bs_fds(), fd, BS_FD_PARKED, atomic_load(&s->since));
 }
 
 int bs_park(const struct bs_config *cfg, int fd, int err)
@@ -164,13 +164,18 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 	atomic_store(&s->resets, atomic_load(&e->resets)); /* resets before it: not its */
 	if (judge(cfg, s, e, now, err, &a).verdict == BS_END)
 		return log_give_up(cfg, fd, &a.b, err);
-	if (!bs_custody_take(fd) || !leave_epoll_set(fd, s))
+	if (!bs_custody_holds(fd) || !leave_epoll_set(fd, s))
 		return 0;
 	int saved = errno;
 	bs_sock_abort(fd); /* unconnected, nothing pending: ready to go again */
 	errno = saved;
-	set_parked(s, fd);
-	return 1;
+	if (set_parked(s, fd))
+		return 1;
+	/* another thread moved the slot meanwhile: the program sees the real
+	 * error on the socket as it now is, back in its epoll set */
+	rejoin_epoll_set(fd, s);
+	bs_owe_now(fd, err);
+	return 0;
 }
 
 int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
@@ -184,11 +189,15 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 		return 0;
 	atomic_store(&s->resets, atomic_load(&e->resets)); /* resets before it: not its */
 	atomic_store(&s->last_err, (uint32_t)err);
-	if (judge(cfg, s, e, bs_now(), 0, &a).verdict == BS_END || !bs_custody_take(fd) ||
-	    !leave_epoll_set(fd, s))
+	/* (parked before the program has looked at all: in a process with an
+	 * io_uring, it may look there) */
+	if (judge(cfg, s, e, bs_now(), 0, &a).verdict == BS_END || !bs_custody_holds(fd) ||
+	    !bs_custody_may_hide_unscreened() || !leave_epoll_set(fd, s))
 		return 0;
-	set_parked(s, fd);
-	return 1;
+	if (set_parked(s, fd))
+		return 1;
+	rejoin_epoll_set(fd, s);
+	return 0;
 }
 
 /* The budget is spent (or the illusion cannot be kept): the program sees
@@ -216,8 +225,12 @@ void bs_park_rejoin(int fd)
 
 void bs_park_end(int fd)
 {
-	if (bs_park_holds(fd))
-		end_parked(NULL, fd, slot(fd), NULL);
+	struct bs_fdslot *s = slot(fd);
+	if (!bs_park_holds(fd) || (atomic_fetch_or(&s->flags, BS_FDF_BUSY) & BS_FDF_BUSY))
+		return; /* (another thread is giving it its next step) */
+	if (atomic_load(&s->state) == BS_FD_PARKED)
+		end_parked(NULL, fd, s, NULL);
+	atomic_fetch_and(&s->flags, ~BS_FDF_BUSY);
 }
 
 /* A parked slot whose number no longer names the parked socket (closed
@@ -235,11 +248,10 @@ int bs_park_holds(int fd)
 	struct bs_fdslot *s = slot(fd);
 	if (!s || atomic_load(&s->state) != BS_FD_PARKED)
 		return 0;
-	if (bs_custody_holds(fd))
-		return 1;
-	if (bs_custody_here())
+	enum bs_custody c = bs_custody_check(fd);
+	if (c == BS_CUSTODY_GONE)
 		forget_stale(s);
-	return 0;
+	return c == BS_CUSTODY_HELD;
 }
 
 void bs_park_unscreened(int fd)
@@ -264,10 +276,12 @@ void bs_park_before_fork(void)
 	unsigned high = atomic_load(&t->high);
 	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
 		unsigned st = atomic_load_explicit(&t->slots[fd].state, memory_order_relaxed);
-		if (st == BS_FD_PARKED)
+		if (st == BS_FD_PARKED) {
 			bs_park_end((int)fd);
-		else if (st == BS_FD_CONNECTING)
+		} else if (st == BS_FD_CONNECTING) {
+			bs_outcome_probe_learned((int)fd); /* nobody will publish it */
 			bs_fd_clear(t, (int)fd);
+		}
 	}
 }
 

@@ -45,6 +45,45 @@ __attribute__((constructor)) static void role_at_load(void)
 		}
 }
 
+/* The ports this process listens on at a wildcard address (network byte
+ * order; 0: a free cell). Any local address of the port is its own: 127.0.0.2
+ * and the host's own addresses too. Beyond LISTEN_PORTS, a port is not
+ * remembered (then a connect of its own to it is judged as any other). */
+#define LISTEN_PORTS 16
+static _Atomic uint16_t listen_ports[LISTEN_PORTS];
+
+static void serve_port(uint16_t port)
+{
+	for (int i = 0; i < LISTEN_PORTS; i++) {
+		uint16_t p = atomic_load_explicit(&listen_ports[i], memory_order_relaxed);
+		if (p == port)
+			return;
+		if (!p && atomic_compare_exchange_strong(&listen_ports[i], &p, port))
+			return;
+		if (p == port)
+			return;
+	}
+}
+
+int bs_role_serves(const struct sockaddr *addr, socklen_t len)
+{
+	uint16_t port;
+	if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in))
+		port = ((const struct sockaddr_in *)(const void *)addr)->sin_port;
+	else if (addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6))
+		port = ((const struct sockaddr_in6 *)(const void *)addr)->sin6_port;
+	else
+		return 0;
+	for (int i = 0; i < LISTEN_PORTS; i++) {
+		uint16_t p = atomic_load_explicit(&listen_ports[i], memory_order_relaxed);
+		if (!p)
+			return 0;
+		if (p == port)
+			return 1;
+	}
+	return 0;
+}
+
 /* The key of addr (len bytes) into keys[n], if there is room. */
 static int key_into(uint64_t keys[BS_ROLE_KEYS], int n, const void *addr, socklen_t len)
 {
@@ -64,6 +103,8 @@ int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 	int saved = errno, n = 0;
 	if (syscall(SYS_getsockname, fd, &ss, &len) != 0 || len > sizeof ss)
 		return errno = saved, 0;
+	if (ss.ss_family == AF_UNIX)
+		n = key_into(keys, n, &ss, len);
 	if (ss.ss_family == AF_INET) {
 		struct sockaddr_in in;
 		memcpy(&in, &ss, sizeof in);
@@ -71,6 +112,7 @@ int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 		if (in.sin_addr.s_addr == htonl(INADDR_ANY)) {
 			in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 			n = key_into(keys, n, &in, sizeof in);
+			serve_port(in.sin_port);
 		}
 	} else if (ss.ss_family == AF_INET6) {
 		struct sockaddr_in6 in6;
@@ -83,6 +125,7 @@ int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 			in6.sin6_addr = in6addr_loopback;
 			n = key_into(keys, n, &in6, sizeof in6);
 			n = key_into(keys, n, &in, sizeof in);
+			serve_port(in6.sin6_port);
 		}
 	}
 	errno = saved;

@@ -10,6 +10,7 @@
 #include "config.h"
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 /* A process that listens (listen(), accept(), or a listening socket
  * inherited from systemd's LISTEN_FDS or inetd at fd 0) is a server; any
@@ -23,6 +24,10 @@ void bs_role_is_server(void);
  * into keys[]; returns how many (at most BS_ROLE_KEYS). */
 #define BS_ROLE_KEYS 3
 int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS]);
+/* Might addr be this process's own listening socket: its port is one the
+ * process listens on at a wildcard address? (Then a connect to it is never
+ * refused by the shim: the process itself serves it.) */
+int bs_role_serves(const struct sockaddr *addr, socklen_t len);
 /* The mode in force for non-blocking sockets under cfg (never auto). */
 static inline int bs_nb_mode(const struct bs_config *cfg)
 {
