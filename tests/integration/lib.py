@@ -185,6 +185,22 @@ class SynSniffer:
                 self.cond.wait(left)
             return len(self.times)
 
+    def settled_count(self):
+        """The number of SYNs to `port` seen, once every packet sent before
+        this call has been seen: a SYN to the marker port is sent and waited
+        for first (lo hands packets over in order)."""
+        self.ready.clear()
+        for _ in range(40):
+            with socket.socket() as m:
+                m.setblocking(False)
+                m.connect_ex(("127.0.0.1", self.MARKER))
+            if self.ready.wait(0.05):
+                break
+        else:
+            raise TestFailure("SYN observer on lo stopped seeing the marker")
+        with self.cond:
+            return len(self.times)
+
     def gaps(self):
         with self.cond:
             t = list(self.times)

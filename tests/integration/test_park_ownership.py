@@ -3,7 +3,9 @@ is shared with something the shim does not see: a vfork child whose
 close_range runs in the parent's memory, a forked child that waits first on
 a shared epoll set, libc closing the number inside fclose() and a new file
 or pipe taking it, a poll() set too large to copy, io_uring, and an
-EPOLLEXCLUSIVE registration. Each runs tests/progs/ownedge with the shim and
+EPOLLEXCLUSIVE registration, a number libc freed that dup() gives to a
+connected socket, a connect inside the backoff window in a process with an
+io_uring instance. Each runs tests/progs/ownedge with the shim and
 without it: the program must see what it sees without the shim, except
 that the failure may come later (never earlier, never not at all, never as
 a false "connected"). An asyncio program that runs a subprocess while its
@@ -12,8 +14,8 @@ once the server is up; never wait out its own timeout."""
 import re
 import sys
 
-from lib import (LineReader, Server, TestSkip, base_env, check, finish, free_port, prog, run,
-                 shim_env, spawn)
+from lib import (LineReader, Server, SynSniffer, TestSkip, base_env, check, finish, free_port,
+                 prog, run, shim_env, spawn)
 
 # The first wait of each case (300 ms) sees the refusal and the shim parks
 # the socket; the first backoff (600 ms) is longer than that wait, so the
@@ -141,6 +143,54 @@ def test_a_refusal_seen_through_io_uring_is_told_by_so_error():
     if plain.startswith("skip"):
         raise TestSkip("io_uring: %s" % plain.strip())
     check(re.fullmatch(r"res=OUT\|ERR\|HUP(\|RDHUP)? so_error=111 peer=no", plain.strip()),
+          "without the shim: %r" % plain)
+    check(shimmed == plain, "with the shim %r, without %r (%r)" % (shimmed, plain, err[-400:]))
+
+
+def test_an_accepted_socket_duped_onto_a_number_fclose_freed_is_never_parked_nor_reconnected():
+    """A non-blocking connect to a dead port P; fclose(fdopen()) closes the
+    socket inside libc right after; dup() of an accepted socket takes the
+    number; the peer resets that connection. poll() must report the reset
+    and read() ECONNRESET, as without the shim (the shim once took the
+    accepted socket for its connecting one: it hid the reset, sent a SYN
+    from it to P, and the program was told ECONNREFUSED, or nothing until
+    its timeout and then EAGAIN). On the wire, the run with the shim sends
+    P no more SYNs than the run without."""
+    port = free_port()
+    with SynSniffer(port) as sn:
+        rc0, plain, err0 = run([prog("ownedge"), "stale-dup", str(port)], base_env())
+        syns_plain = sn.settled_count()
+    check(rc0 == 0, "without the shim: rc=%d %r %r" % (rc0, plain, err0[-300:]))
+    with SynSniffer(port) as sn:
+        rc1, shimmed, err = run([prog("ownedge"), "stale-dup", str(port)], shim_env(**DEFER))
+        syns_shim = sn.settled_count()
+    check(rc1 == 0, "with the shim: rc=%d %r %r" % (rc1, shimmed, err[-400:]))
+    check(plain.splitlines() == ["same-number=yes", "poll n=1 revents=IN|ERR|HUP",
+                                 "read rc=-1 errno=104"],
+          "without the shim: %r" % plain)
+    check(shimmed == plain, "with the shim %r, without %r (%r)" % (shimmed, plain, err[-400:]))
+    check(syns_plain >= 1, "without the shim no SYN to the dead port was seen")
+    check(syns_shim <= syns_plain,
+          "with the shim %d SYNs went to the dead port, without it %d (%r)"
+          % (syns_shim, syns_plain, err[-400:]))
+
+
+def test_a_connect_inside_the_window_in_a_process_with_io_uring_is_not_a_false_connected():
+    """A process with an io_uring instance: socket A's connect to a dead port
+    fails (seen through a POLL_ADD completion and SO_ERROR); socket B then
+    connects to the same port inside the shim's backoff window, and is
+    watched the same way. B's completion must carry the refusal, SO_ERROR
+    111 and a write EPIPE, as without the shim (the shim once parked B at
+    once: the completion said OUT|HUP, SO_ERROR 0, and the write EAGAIN,
+    a socket neither failed nor connected)."""
+    plain, shimmed, err = _both("uring-window")
+    if plain.startswith("skip"):
+        raise TestSkip("io_uring: %s" % plain.strip())
+    lines = plain.splitlines()
+    check(len(lines) == 3 and
+          re.fullmatch(r"A res=OUT\|ERR\|HUP(\|RDHUP)? so_error=111", lines[0]) and
+          re.fullmatch(r"B res=OUT\|ERR\|HUP(\|RDHUP)? so_error=111 peer=no", lines[1]) and
+          lines[2] == "B write rc=-1 errno=32",
           "without the shim: %r" % plain)
     check(shimmed == plain, "with the shim %r, without %r (%r)" % (shimmed, plain, err[-400:]))
 

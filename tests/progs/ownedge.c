@@ -3,7 +3,8 @@
  * program shares with something the shim does not see (a vfork child's
  * close_range, a forked child's waits on a shared epoll set, libc's own
  * close inside fclose, a poll set too large to copy, io_uring, an
- * EPOLLEXCLUSIVE registration). Each case prints what the program sees, so
+ * EPOLLEXCLUSIVE registration, a number libc freed that dup() gives to a
+ * connected socket). Each case prints what the program sees, so
  * that a test can compare a run with the shim and one without.
  *   ownedge CASE PORT
  * PORT is a loopback port with nothing listening. Every case starts with a
@@ -41,6 +42,18 @@
  *                POLLOUT on the socket, its completion awaited (alarm(5)
  *                bounds it): "res=E so_error=N peer=yes|no" ("skip" when
  *                io_uring_setup fails)
+ *   uring-window a process with an io_uring instance: socket A's connect
+ *                is watched by POLL_ADD and fails ("A res=E so_error=N");
+ *                A is closed and socket B connects to the same port at
+ *                once (inside the shim's backoff window); B is watched the
+ *                same way: "B res=E so_error=N peer=yes|no", then one
+ *                write: "B write rc=R errno=E" (SIGPIPE ignored)
+ *   stale-dup    the socket is closed inside libc (fclose(fdopen())) right
+ *                after its connect; dup() of an accepted socket (over a
+ *                loopback listener of the program's own) takes its number:
+ *                "same-number=yes"; the peer resets the connection (close
+ *                with SO_LINGER 0); poll for POLLIN up to 2 s: "poll n=N
+ *                revents=E", then one read: "read rc=R errno=E"
  *   epoll-exclusive-mod
  *                the socket is registered with EPOLLOUT|EPOLLEXCLUSIVE and
  *                parked (epoll); EPOLL_CTL_MOD to EPOLLOUT|EPOLLIN:
@@ -329,67 +342,165 @@ static int case_poll300(void)
 
 static void on_alarm(int sig) { (void)sig; }
 
-static int case_iouring(void)
+/* An io_uring instance driven by raw system calls (the shim sees none of
+ * its operations). */
+static struct ring {
+	int fd;
+	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+} ring;
+
+/* Sets up `ring`; 0, or -1 with errno when io_uring_setup fails. */
+static int ring_open(void)
 {
 	struct io_uring_params p;
 	memset(&p, 0, sizeof p);
-	int ring = (int)syscall(__NR_io_uring_setup, 4, &p);
-	if (ring < 0) {
-		printf("skip io_uring_setup: %s\n", strerror(errno));
-		return 0;
-	}
+	ring.fd = (int)syscall(__NR_io_uring_setup, 4, &p);
+	if (ring.fd < 0)
+		return -1;
 	size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
 	size_t cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
 	if (p.features & IORING_FEAT_SINGLE_MMAP)
 		sq_len = cq_len = sq_len > cq_len ? sq_len : cq_len;
-	char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring,
+	char *sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, ring.fd,
 			IORING_OFF_SQ_RING);
 	char *cq = (p.features & IORING_FEAT_SINGLE_MMAP)
 			   ? sq
 			   : mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-				  ring, IORING_OFF_CQ_RING);
-	struct io_uring_sqe *sqes =
-		mmap(NULL, p.sq_entries * sizeof *sqes, PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED)
+				  ring.fd, IORING_OFF_CQ_RING);
+	ring.sqes = mmap(NULL, p.sq_entries * sizeof *ring.sqes, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, ring.fd, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || ring.sqes == MAP_FAILED)
 		die("mmap io_uring");
-	unsigned *sq_tail = (unsigned *)(sq + p.sq_off.tail);
-	unsigned *sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
-	unsigned *sq_array = (unsigned *)(sq + p.sq_off.array);
-	unsigned *cq_head = (unsigned *)(cq + p.cq_off.head);
-	unsigned *cq_tail = (unsigned *)(cq + p.cq_off.tail);
-	unsigned *cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
-	struct io_uring_cqe *cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
-
-	int s = connecting_socket();
-	unsigned tail = *sq_tail, idx = tail & *sq_mask;
-	struct io_uring_sqe *e = &sqes[idx];
-	memset(e, 0, sizeof *e);
-	e->opcode = IORING_OP_POLL_ADD;
-	e->fd = s;
-	e->poll32_events = POLLOUT;
-	e->user_data = 1;
-	sq_array[idx] = idx;
-	__atomic_store_n(sq_tail, tail + 1, __ATOMIC_RELEASE);
+	ring.sq_tail = (unsigned *)(sq + p.sq_off.tail);
+	ring.sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+	ring.sq_array = (unsigned *)(sq + p.sq_off.array);
+	ring.cq_head = (unsigned *)(cq + p.cq_off.head);
+	ring.cq_tail = (unsigned *)(cq + p.cq_off.tail);
+	ring.cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+	ring.cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_alarm; /* no SA_RESTART: a wait that never ends gets EINTR */
 	sigaction(SIGALRM, &sa, NULL);
+	return 0;
+}
+
+/* An IORING_OP_POLL_ADD for POLLOUT on fd, its completion awaited (alarm(5)
+ * bounds the wait). Prints "no completion ..." and returns 0 when there is
+ * none; else 1 with the completion's result in *res. */
+static int ring_poll_out(int fd, int *res)
+{
+	unsigned tail = *ring.sq_tail, idx = tail & *ring.sq_mask;
+	struct io_uring_sqe *e = &ring.sqes[idx];
+	memset(e, 0, sizeof *e);
+	e->opcode = IORING_OP_POLL_ADD;
+	e->fd = fd;
+	e->poll32_events = POLLOUT;
+	e->user_data = 1;
+	ring.sq_array[idx] = idx;
+	__atomic_store_n(ring.sq_tail, tail + 1, __ATOMIC_RELEASE);
+
 	alarm(5);
-	long rc = syscall(__NR_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+	long rc = syscall(__NR_io_uring_enter, ring.fd, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0);
 	alarm(0);
-	unsigned head = *cq_head;
-	if (rc < 0 || head == __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE)) {
+	unsigned head = *ring.cq_head;
+	if (rc < 0 || head == __atomic_load_n(ring.cq_tail, __ATOMIC_ACQUIRE)) {
 		printf("no completion rc=%ld errno=%d\n", rc, rc < 0 ? errno : 0);
 		return 0;
 	}
-	int res = cqes[head & *cq_mask].res;
-	__atomic_store_n(cq_head, head + 1, __ATOMIC_RELEASE);
+	*res = ring.cqes[head & *ring.cq_mask].res;
+	__atomic_store_n(ring.cq_head, head + 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* "res=E" ("res=-N" for an error) for a completion's result */
+static const char *res_names(int res)
+{
+	static char buf[80];
 	if (res < 0)
-		printf("res=-%d so_error=%d peer=%s\n", -res, so_error(s), peer(s));
+		snprintf(buf, sizeof buf, "res=-%d", -res);
 	else
-		printf("res=%s so_error=%d peer=%s\n", names((unsigned)res), so_error(s), peer(s));
+		snprintf(buf, sizeof buf, "res=%s", names((unsigned)res));
+	return buf;
+}
+
+static int case_iouring(void)
+{
+	if (ring_open() < 0) {
+		printf("skip io_uring_setup: %s\n", strerror(errno));
+		return 0;
+	}
+	int s = connecting_socket(), res;
+	if (ring_poll_out(s, &res))
+		printf("%s so_error=%d peer=%s\n", res_names(res), so_error(s), peer(s));
+	return 0;
+}
+
+static int case_uring_window(void)
+{
+	if (ring_open() < 0) {
+		printf("skip io_uring_setup: %s\n", strerror(errno));
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN); /* a write to a failed socket: EPIPE, not death */
+	int a = connecting_socket(), res;
+	if (!ring_poll_out(a, &res))
+		return 0;
+	printf("A %s so_error=%d\n", res_names(res), so_error(a));
+	close(a);
+	int b = connecting_socket();
+	if (!ring_poll_out(b, &res))
+		return 0;
+	printf("B %s so_error=%d peer=%s\n", res_names(res), so_error(b), peer(b));
+	errno = 0;
+	ssize_t w = write(b, "x", 1);
+	printf("B write rc=%zd errno=%d\n", w, w < 0 ? errno : 0);
+	return 0;
+}
+
+/* A connected pair over a loopback listener of its own (an ephemeral port):
+ * *client and *accepted. */
+static void connected_pair(int *client, int *accepted)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t len = sizeof a;
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 4) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &len) < 0)
+		die("listener");
+	*client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (*client < 0 || connect(*client, (struct sockaddr *)&a, sizeof a) < 0)
+		die("connect to own listener");
+	*accepted = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	if (*accepted < 0)
+		die("accept");
+	close(l);
+}
+
+static int case_stale_dup(void)
+{
+	int client, accepted;
+	connected_pair(&client, &accepted);
+	int s = connecting_socket();
+	fclose_number(s);
+	int d = dup(accepted);
+	printf("same-number=%s\n", d == s ? "yes" : "no");
+	/* the peer resets the connection */
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	if (setsockopt(client, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) < 0)
+		die("SO_LINGER");
+	close(client);
+	struct pollfd p = {d, POLLIN, 0};
+	int n = poll(&p, 1, 2000);
+	printf("poll n=%d revents=%s\n", n, names(n > 0 ? (unsigned)p.revents : 0));
+	char buf[8];
+	errno = 0;
+	ssize_t r = read(d, buf, sizeof buf);
+	printf("read rc=%zd errno=%d\n", r, r < 0 ? errno : 0);
 	return 0;
 }
 
@@ -419,6 +530,8 @@ int main(int argc, char **argv)
 		     {"fclose-pipe", case_fclose_pipe},
 		     {"poll300", case_poll300},
 		     {"iouring", case_iouring},
+		     {"uring-window", case_uring_window},
+		     {"stale-dup", case_stale_dup},
 		     {"epoll-exclusive-mod", case_epoll_exclusive_mod}};
 	if (argc != 3 || (port = atoi(argv[2])) <= 0) {
 		fprintf(stderr, "usage: ownedge CASE PORT\n");
