@@ -129,14 +129,17 @@ class SynSniffer:
         # Readiness is an event too: send SYNs to a dead marker port until
         # the observer reports one (the capture hook was seen to miss the
         # very first packets now and then).
+        self._marker_seen("SYN observer on lo never became ready")
+
+    def _marker_seen(self, why):
+        """Send SYNs to the marker port until the observer reports one."""
         for _ in range(40):
             with socket.socket() as m:
                 m.setblocking(False)
                 m.connect_ex(("127.0.0.1", self.MARKER))
             if self.ready.wait(0.05):
-                break
-        else:
-            raise TestFailure("SYN observer on lo never became ready")
+                return
+        raise TestFailure(why)
 
     MARKER = 1  # tcpmux: nothing listens there; a SYN to it is just refused
 
@@ -190,14 +193,7 @@ class SynSniffer:
         this call has been seen: a SYN to the marker port is sent and waited
         for first (lo hands packets over in order)."""
         self.ready.clear()
-        for _ in range(40):
-            with socket.socket() as m:
-                m.setblocking(False)
-                m.connect_ex(("127.0.0.1", self.MARKER))
-            if self.ready.wait(0.05):
-                break
-        else:
-            raise TestFailure("SYN observer on lo stopped seeing the marker")
+        self._marker_seen("SYN observer on lo stopped seeing the marker")
         with self.cond:
             return len(self.times)
 
