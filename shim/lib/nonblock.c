@@ -287,12 +287,14 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		return settled(cfg, fd, d, t0, err, probe);
 	}
 	int mode = bs_nb_mode(cfg);
-	if ((mode == BS_NB_DEFER || mode == BS_NB_RETRY) && !bs_custody_holds(fd)) {
+	enum bs_custody held = mode == BS_NB_DEFER || mode == BS_NB_RETRY ? bs_custody_check(fd)
+									   : BS_CUSTODY_HELD;
+	if (held != BS_CUSTODY_HELD) {
 		/* not the socket whose connect this slot recorded (the number
 		 * was reused behind the wrappers), or not this process's: its
 		 * error is the program's alone, and no failure of d */
 		bs_outcome_let_probe_go(d->key, probe);
-		if (bs_custody_check(fd) == BS_CUSTODY_GONE)
+		if (held == BS_CUSTODY_GONE)
 			bs_outcome_forget(fd);
 		return err;
 	}

@@ -58,10 +58,8 @@ static void serve_port(uint16_t port)
 		uint16_t p = atomic_load_explicit(&listen_ports[i], memory_order_relaxed);
 		if (p == port)
 			return;
-		if (!p && atomic_compare_exchange_strong(&listen_ports[i], &p, port))
-			return;
-		if (p == port)
-			return;
+		if (!p && (atomic_compare_exchange_strong(&listen_ports[i], &p, port) || p == port))
+			return; /* (a failed swap loaded the cell's new port) */
 	}
 }
 
