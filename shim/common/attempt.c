@@ -7,12 +7,8 @@
 void bs_attempt_init(struct bs_attempt *a, const struct bs_config *cfg, uint64_t start,
 		     uint64_t prog_timeout)
 {
+	*a = (struct bs_attempt){.anchor_at = start};
 	bs_budget_init(&a->b, start, cfg->max_elapsed, cfg->max_attempts, prog_timeout);
-	a->anchor_at = start;
-	a->seen_fail = 0;
-	a->resets = 0;
-	a->last_err = 0;
-	a->own_failed = 0;
 }
 
 void bs_attempt_join(struct bs_attempt *a, uint64_t state, uint32_t resets, int last_err)
@@ -101,6 +97,22 @@ struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attem
 	if (bs_budget_check_next(&a->b, at) != BS_STOP_NONE)
 		return verdict(BS_END, now, 0);
 	return verdict(BS_WAIT, at, 0);
+}
+
+struct bs_decision bs_attempt_paced(struct bs_attempt *a, uint64_t interval, uint64_t now)
+{
+	uint64_t at = now + interval < now ? UINT64_MAX : now + interval;
+	if (a->own_failed) {
+		a->own_failed = 0;
+		bs_budget_count(&a->b, 1);
+		if (bs_budget_check(&a->b, now) != BS_STOP_NONE ||
+		    bs_budget_check_next(&a->b, at) != BS_STOP_NONE)
+			return verdict(BS_END, now, 0);
+	}
+	if (!interval)
+		return verdict(BS_GO, now, 0);
+	uint64_t end = bs_budget_end(&a->b);
+	return verdict(BS_WAIT, at < end ? at : end, 0);
 }
 
 uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid)

@@ -105,6 +105,14 @@ enum bs_no_wait { BS_NW_GO, BS_NW_DUE, BS_NW_WINDOW, BS_NW_CLAIM_DUE, BS_NW_CLAI
 enum bs_no_wait bs_attempt_no_wait(uint64_t state, uint64_t outcome_at, uint64_t every,
 				   uint64_t now);
 
+/* The responsive policy's verdict: every connect to the destination waits
+ * its current `interval` (successes included), cut at the budget's end,
+ * and then goes anyway: only an attempt can bring the interval down.
+ * After the attempt's own failure (bs_attempt_failed), it ends when the
+ * budget is spent now or would be by the next go. No probe: the interval
+ * paces every caller. GO, WAIT (then go) or END. */
+struct bs_decision bs_attempt_paced(struct bs_attempt *a, uint64_t interval, uint64_t now);
+
 /* The probe word of an attempt taken at `now` that may run `timeout`: it
  * goes stale a grace second after the attempt must be over, so a holder
  * that vanished mid-attempt blocks the others no longer. tid: the

@@ -12,6 +12,7 @@
 #include "park.h"
 #include "real.h"
 #include "responsive.h"
+#include "ret.h"
 #include "shim.h"
 #include "sock.h"
 
@@ -21,17 +22,15 @@
 static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		    socklen_t len)
 {
-	int r = bs_real_connect(fd, addr, len);
-	int err = errno;
-	if (r == 0 || err == EISCONN) {
+	int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+	if (r == 0 || r == -EISCONN) {
 		bs_nb_outcome(cfg, fd, 0, 0);
-	} else if (err != EALREADY && err != EINPROGRESS && err != EINTR) {
-		int res = bs_nb_outcome(cfg, fd, err, 0);
+	} else if (r != -EALREADY && r != -EINPROGRESS && r != -EINTR) {
+		int res = bs_nb_outcome(cfg, fd, -r, 0);
 		/* reconnected: say so the way the kernel says "connected";
 		 * parked: still connecting */
-		err = res == BS_NB_PARKED_NOW ? EALREADY : res ? res : EISCONN;
+		r = -(res == BS_NB_PARKED_NOW ? EALREADY : res ? res : EISCONN);
 	}
-	errno = err;
 	return r;
 }
 
@@ -39,9 +38,8 @@ static int repeated(const struct bs_config *cfg, int fd, const struct sockaddr *
 static __attribute__((noinline)) int pass_and_say(int fd, const struct sockaddr *addr,
 						  socklen_t len, const char *why)
 {
-	int r = bs_real_connect(fd, addr, len), saved = errno;
-	bs_outcome_log_passed(r == 0 || saved != EFAULT ? addr : NULL, len, why, 0);
-	errno = saved;
+	int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+	bs_outcome_log_passed(r != -EFAULT ? addr : NULL, len, why, 0);
 	return r;
 }
 
@@ -49,20 +47,20 @@ static int pass(int fd, const struct sockaddr *addr, socklen_t len, const char *
 {
 	if (bs_log_enabled(BS_LOG_DEBUG))
 		return pass_and_say(fd, addr, len, why);
-	return bs_real_connect(fd, addr, len);
+	return (int)BS_NEG(bs_real_connect(fd, addr, len));
 }
 
-static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
+static int connect_slow(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	const struct bs_config *cfg = bs_active();
 	if (!cfg)
-		return bs_real_connect(fd, addr, len);
+		return (int)BS_NEG(bs_real_connect(fd, addr, len));
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_PARKED) {
 		/* still connecting, to the program (its retry sent if due) */
 		st = bs_defer_run_fd(fd, bs_now());
 		if (st == BS_FD_PARKED || st == BS_FD_CONNECTING)
-			return errno = EALREADY, -1;
+			return -EALREADY;
 	}
 	if (st == BS_FD_FAILED) {
 		/* poll() read the error away; the kernel would report
@@ -70,7 +68,7 @@ static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *a
 		 * settled here and never outlives this connect. */
 		int err = bs_owed_take(fd);
 		if (err)
-			return errno = err, -1;
+			return -err;
 		st = BS_FD_NONE;
 	}
 	switch (bs_addr_kind(addr, len)) {
@@ -92,8 +90,14 @@ static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *a
 		return repeated(cfg, fd, addr, len);
 	if (cfg->policy.kind == BS_POLICY_RESPONSIVE)
 		return bs_sock_is_stream(fd) ? bs_responsive_connect(cfg, fd, addr, len, key)
-					     : bs_real_connect(fd, addr, len);
+					     : (int)BS_NEG(bs_real_connect(fd, addr, len));
 	return bs_engine_connect(cfg, fd, addr, len, key);
+}
+
+static __attribute__((noinline)) int do_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int saved = errno;
+	return bs_ret(connect_slow(fd, addr, len), saved);
 }
 
 /* What the fresh path keeps in memory across the program's connect, for
@@ -117,8 +121,9 @@ static int fd_of(struct bs_fdslot *s)
 static __attribute__((noinline, cold)) int fresh_failed(const struct fresh_call *f,
 							 struct bs_fdslot *s)
 {
-	return bs_engine_first_failed(bs_fresh_cfg_g, fd_of(s), f->addr, f->len, f->key, f->t0,
-				      errno, f->saved);
+	int r = bs_engine_first_failed(bs_fresh_cfg_g, fd_of(s), f->addr, f->len, f->key, f->t0,
+				       *bs_errno());
+	return bs_ret(r, f->saved);
 }
 
 /* It connected while the table may hold its destination: if it does (it

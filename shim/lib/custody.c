@@ -1,6 +1,7 @@
 /* custody: the identity, owner and visibility rules. See custody.h. */
 #include "custody.h"
 
+#include "ret.h"
 #include "shim.h"
 #include "sock.h"
 
@@ -74,8 +75,8 @@ static int stream_names_a_ring(int fd)
 	char buf[4096 + K];
 	size_t keep = 0, total = 0;
 	for (;;) {
-		ssize_t n = syscall(SYS_read, fd, buf + keep, sizeof buf - keep);
-		if (n < 0 && errno == EINTR)
+		ssize_t n = BS_SYS(SYS_read, fd, buf + keep, sizeof buf - keep);
+		if (n == -EINTR)
 			continue;
 		if (n <= 0)
 			return n < 0;
@@ -91,12 +92,10 @@ static int stream_names_a_ring(int fd)
 
 int bs_custody_may_hide_unscreened(void)
 {
-	int saved = errno;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps",
-			      O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, "/proc/self/maps",
+			     O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	int ring = fd < 0 || stream_names_a_ring(fd);
 	if (fd >= 0)
-		syscall(SYS_close, fd);
-	errno = saved;
+		BS_SYS(SYS_close, fd);
 	return !ring;
 }

@@ -13,6 +13,7 @@
 #include "park.h"
 #include "policy.h"
 #include "real.h"
+#include "ret.h"
 #include "role.h"
 #include "sock.h"
 
@@ -51,14 +52,10 @@ static unsigned reconnected(const struct bs_config *cfg, int fd, uint64_t now)
 {
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
-	int saved = errno;
-	int r = d.addr ? bs_real_connect(fd, d.addr, d.len) : -1;
-	int err = r == 0 ? 0 : d.addr ? errno : EBADF;
-	if (r < 0 && err == ECONNABORTED) { /* see sock.h */
-		r = bs_real_connect(fd, d.addr, d.len);
-		err = r == 0 ? 0 : errno;
-	}
-	errno = saved;
+	int r = d.addr ? (int)BS_NEG(bs_real_connect(fd, d.addr, d.len)) : -EBADF;
+	if (r == -ECONNABORTED) /* see sock.h */
+		r = (int)BS_NEG(bs_real_connect(fd, d.addr, d.len));
+	int err = -r;
 	bs_fd_set(bs_fds(), fd, BS_FD_CONNECTING, now);
 	bs_park_rejoin(fd);
 	if (r != 0 && err != EINPROGRESS && err != EALREADY) {
@@ -207,18 +204,15 @@ enum bs_screen bs_defer_screen_ready(int fd)
 int bs_defer_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
 		   int (*screen)(void *call, int r))
 {
-	int saved = errno;
 	for (int n = 0; n < ROUNDS_MAX; n++) {
 		int r = round(call, bs_now());
 		if (r < 0)
 			return r; /* EINTR and the rest: the program's, as they are */
 		r = screen(call, r);
-		if (r < 0)
-			return errno = EINTR, -1;
 		if (r || bs_now() >= deadline)
-			return errno = saved, r;
+			return r; /* (-EINTR: a signal ended retry mode's wait) */
 	}
-	return errno = saved, 0;
+	return 0;
 }
 
 uint64_t bs_defer_round_wait(uint64_t now, uint64_t deadline, uint64_t wake)

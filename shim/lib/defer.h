@@ -56,11 +56,12 @@ enum bs_screen bs_defer_screen_ready(int fd);
 
 /* The rounds of one readiness call that holds connecting or parked
  * sockets: round(call, now) runs the due parked sockets and makes the real
- * call (its wait capped), returning its result; screen(call, r) screens
- * its r reports and hands them to the program, returning how many remain
- * (or -1: EINTR). The rounds end when something is reported, the call
- * fails (its errno as it is), or the program's deadline passes. errno is
- * the program's otherwise. A round's wait: bs_defer_round_wait. */
+ * call (its wait capped), returning its result or -errno; screen(call, r)
+ * screens its r reports and hands them to the program, returning how many
+ * remain (or -EINTR). The rounds end when something is reported, the call
+ * fails (its error as it is), or the program's deadline passes; the result
+ * is the last of those, as ret.h has it. A round's wait:
+ * bs_defer_round_wait. */
 int bs_defer_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
 		   int (*screen)(void *call, int r));
 

@@ -18,6 +18,7 @@
 #include "outcome.h"
 #include "policy.h"
 #include "real.h"
+#include "ret.h"
 #include "role.h"
 #include "shared.h"
 #include "shim.h"
@@ -66,7 +67,7 @@ static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
 }
 
 /* The call ends for the reason recorded in its budget: the common
- * give-up line (outcome.c), errno the last attempt's error. */
+ * give-up line (outcome.c); returns -(the last attempt's error). */
 static int end_call(const struct call *c)
 {
 	struct bs_dest d = dest_of(c);
@@ -149,13 +150,12 @@ static void release_probe(struct call *c, uint64_t mine)
 }
 
 /* Our probe ends without a failure to record (the program's timeout, a
- * signal, or an error not retried): released, published, errno err. */
+ * signal, or an error not retried): released, published; returns -err. */
 static int probe_ends(struct call *c, uint64_t mine, int err)
 {
 	release_probe(c, mine);
 	bs_publish(c->e);
-	errno = err;
-	return -1;
+	return -err;
 }
 
 /* Our probe failed with a retryable error: recorded and published; the
@@ -166,11 +166,7 @@ static int probe_failed(struct call *c, uint64_t s, uint64_t now, uint64_t mine,
 	record_failure(c, s, now, delay, err);
 	release_probe(c, mine);
 	bs_publish(c->e);
-	if (c->fallback) {
-		errno = err;
-		return -1;
-	}
-	return AGAIN;
+	return c->fallback ? -err : AGAIN;
 }
 
 /* Our probe: the attempt itself, then the outcome published. */
@@ -193,13 +189,13 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 		return probe_ends(c, mine, r == BS_ATT_EINTR ? EINTR : EINPROGRESS);
 	case BS_ATT_CUT:
 		err = ETIMEDOUT;
-		/* fall through */
+		break;
 	case BS_ATT_FAIL:
-		if (!bs_config_retries(c->cfg, err))
-			return probe_ends(c, mine, err);
-		return probe_failed(c, s, now, mine, delay, err);
+		break;
 	}
-	return -1;
+	if (!bs_config_retries(c->cfg, err))
+		return probe_ends(c, mine, err);
+	return probe_failed(c, s, now, mine, delay, err);
 }
 
 /* One plain attempt with its outcome recorded, no waiting (the program has
@@ -207,15 +203,12 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 static int retry_loop_once(struct call *c)
 {
 	uint64_t t0 = bs_now(), s = atomic_load(&c->e->state);
-	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
+	int r = (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
+	if (r == 0)
 		connected(c, t0);
-		return 0;
-	}
-	int err = errno;
-	if (bs_config_retries(c->cfg, err))
-		record_failure_after(c, s, t0, err);
-	errno = err;
-	return -1;
+	else if (bs_config_retries(c->cfg, -r))
+		record_failure_after(c, s, t0, -r);
+	return r;
 }
 
 /* The call's entry may have been taken over for another destination while
@@ -232,17 +225,15 @@ static int hold_entry(struct call *c)
  * operator: a plain connect, exactly as on the fast path. */
 static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
 {
-	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
+	int r = (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
+	if (r == 0) {
 		connected(c, now);
 		return 0;
 	}
-	int err = errno;
-	if (!bs_config_retries(c->cfg, err))
-		return -1;
-	record_failure_after(c, s, now, err);
-	if (c->fallback)
-		return errno = err, -1;
-	return AGAIN;
+	if (!bs_config_retries(c->cfg, -r))
+		return r;
+	record_failure_after(c, s, now, -r);
+	return c->fallback ? r : AGAIN;
 }
 
 /* Another live thread's probe of the destination is still in time: a
@@ -373,39 +364,37 @@ static int first_failed(struct call *c, uint64_t t0, int err)
 	if (!bs_config_retries(c->cfg, err)) {
 		if (bs_log_enabled(BS_LOG_DEBUG))
 			log_passed(c, "an error the shim does not retry", err);
-		return errno = err, -1;
+		return -err;
 	}
 	if (bs_sock_is_blocking_stream(c->fd))
 		return AGAIN;
 	struct bs_dest d = dest_of(c);
 	if (bs_sock_is_stream(c->fd)) /* a datagram's error is its own */
 		bs_outcome_failed_later(c->cfg, &d, t0, err, 0);
-	errno = err;
-	return -1;
+	return -err;
 }
 
 /* The fast path: the program's own connect, its start in *t0 and, when it
  * failed, its error in *err. AGAIN as first_failed. */
-static int first_attempt(struct call *c, int saved, uint64_t *t0, int *err)
+static int first_attempt(struct call *c, uint64_t *t0, int *err)
 {
 	*t0 = bs_now();
-	if (bs_real_connect(c->fd, c->addr, c->len) == 0) {
+	int r = (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
+	if (r == 0) {
 		connected(c, *t0);
 		if (bs_log_enabled(BS_LOG_DEBUG))
 			log_passed(c, "connected at once", 0);
-		errno = saved;
 		return 0;
 	}
-	*err = errno;
+	*err = -r;
 	return first_failed(c, *t0, *err);
 }
 
 /* A socket that is not a blocking stream, to a destination in backoff. */
-static int connect_not_blocking_stream(struct call *c, int saved)
+static int connect_not_blocking_stream(struct call *c)
 {
-	errno = saved;
 	if (!bs_sock_is_stream(c->fd)) /* a UDP connect sends nothing: never paced */
-		return bs_real_connect(c->fd, c->addr, c->len);
+		return (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
 	return bs_nb_connect(c->cfg, c->fd, c->addr, c->len, c->key);
 }
 
@@ -420,7 +409,7 @@ static void start_call(struct call *c, uint64_t start)
 
 /* A blocking stream socket whose first attempt failed with err (t0 its
  * start), or that found its destination (state s) in backoff (err 0). */
-static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int saved)
+static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 {
 	c->tid = bs_gettid();
 	c->lock = -1;
@@ -428,10 +417,8 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int
 	start_call(c, start);
 	if (!c->e)
 		c->e = bs_table_claim(bs_tab(), c->key, start, c->cfg->policy.max_backoff);
-	if (!c->e) {
-		errno = err ? err : saved;
-		return err ? -1 : bs_real_connect(c->fd, c->addr, c->len);
-	}
+	if (!c->e)
+		return err ? -err : (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
 	uint64_t joined = err ? s : atomic_load(&c->e->state);
 	c->join_fail = bs_state_failures(joined);
 	bs_attempt_join(&c->a, joined, atomic_load(&c->e->resets),
@@ -439,25 +426,18 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err, int
 	if (err) {
 		/* The plain attempt failed: that is one more failure. */
 		record_failure_after(c, s, t0, err);
-		if (c->fallback) {
-			errno = err; /* the program has other addresses to try */
-			return -1;
-		}
+		if (c->fallback)
+			return -err; /* the program has other addresses to try */
 	} else if (c->fallback) {
 		/* Backing off, but the program can go elsewhere: no wait. */
-		errno = saved;
 		return retry_loop_once(c);
 	}
-	int r = retry_loop(c);
-	if (r == 0)
-		errno = saved;
-	return r;
+	return retry_loop(c);
 }
 
 int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key)
 {
-	int saved = errno;
 	struct call c; /* the fast path fills what it uses; backoff_connect the rest */
 	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key;
 	c.e = bs_table_find(bs_tab(), key);
@@ -467,22 +447,22 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 
 	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len))) {
 		/* (a connect to one of its own listening ports always goes) */
-		int r = first_attempt(&c, saved, &t0, &err);
+		int r = first_attempt(&c, &t0, &err);
 		if (r != AGAIN)
 			return r;
 	} else if (!bs_sock_is_blocking_stream(fd)) {
-		return connect_not_blocking_stream(&c, saved);
+		return connect_not_blocking_stream(&c);
 	}
-	return backoff_connect(&c, s, t0, err, saved);
+	return backoff_connect(&c, s, t0, err);
 }
 
 /* (connect.c's fresh path: its destination had no entry before the attempt) */
 int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
-			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved)
+			   socklen_t len, uint64_t key, uint64_t t0, int err)
 {
 	/* as the caller saw it before its attempt: no entry, never failed */
 	struct call c;
 	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key, c.e = NULL;
 	int r = first_failed(&c, t0, err);
-	return r != AGAIN ? r : backoff_connect(&c, 0, t0, err, saved);
+	return r != AGAIN ? r : backoff_connect(&c, 0, t0, err);
 }

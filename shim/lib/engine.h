@@ -14,8 +14,8 @@
 int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key);
 /* The engine from where the program's own connect (started at t0) failed
- * with err; saved is errno as the program had it. */
+ * with err. Both return 0 or -errno (ret.h). */
 int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
-			   socklen_t len, uint64_t key, uint64_t t0, int err, int saved);
+			   socklen_t len, uint64_t key, uint64_t t0, int err);
 
 #endif

@@ -20,6 +20,7 @@
 #include "outcome.h"
 #include "park.h"
 #include "real.h"
+#include "ret.h"
 #include "shim.h"
 
 #include <errno.h>
@@ -27,7 +28,8 @@
 
 /* ---- registrations ---- */
 
-/* A call on a parked socket's registration, answered here: 1 if so. */
+/* A call on a parked socket's registration, answered here: 1 if so, its
+ * result (0 or -errno) in *ret. */
 static int answered_for_parked(int epfd, int op, int fd, const struct epoll_event *ev,
 			       int *ret)
 {
@@ -45,25 +47,25 @@ static int answered_for_parked(int epfd, int op, int fd, const struct epoll_even
 	switch (op) {
 	case EPOLL_CTL_ADD:
 		if (bs_fd_ep_in(t, epfd, fd))
-			return errno = EEXIST, *ret = -1, 1;
+			return *ret = -EEXIST, 1;
 		if (!ev)
-			return errno = EFAULT, *ret = -1, 1;
+			return *ret = -EFAULT, 1;
 		bs_fd_ep_added(t, epfd, fd, ev->events, ev->data.u64);
 		atomic_fetch_or(&s->flags, BS_FDF_EP_REMOVED); /* joins when it reconnects */
 		return *ret = 0, 1;
 	case EPOLL_CTL_MOD:
 		if (!bs_fd_ep_in(t, epfd, fd))
-			return errno = ENOENT, *ret = -1, 1;
+			return *ret = -ENOENT, 1;
 		if (!ev)
-			return errno = EFAULT, *ret = -1, 1;
+			return *ret = -EFAULT, 1;
 		/* the kernel modifies no exclusive registration, and makes none */
 		if ((atomic_load(&s->ep_events) | ev->events) & EPOLLEXCLUSIVE)
-			return errno = EINVAL, *ret = -1, 1;
+			return *ret = -EINVAL, 1;
 		bs_fd_ep_modified(t, epfd, fd, ev->events, ev->data.u64);
 		return *ret = 0, 1;
 	case EPOLL_CTL_DEL:
 		if (!bs_fd_ep_in(t, epfd, fd))
-			return errno = ENOENT, *ret = -1, 1;
+			return *ret = -ENOENT, 1;
 		bs_fd_ep_deleted(t, epfd, fd);
 		return *ret = 0, 1;
 	}
@@ -85,7 +87,7 @@ static int do_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	int ret;
 	if (bs_fd_any_parked(bs_fds()) && answered_for_parked(epfd, op, fd, ev, &ret))
-		return ret;
+		return bs_ret(ret, errno);
 	ret = bs_real_epoll_ctl(epfd, op, fd, ev);
 	if (ret == 0)
 		record(epfd, op, fd, ev);
@@ -104,12 +106,14 @@ struct call {
 
 static int real_wait(const struct call *c, uint64_t ns)
 {
-	if (c->kind == 0)
-		return bs_real_epoll_wait(c->epfd, c->ev, c->max, bs_timeout_ms(ns));
-	if (c->kind == 1)
-		return bs_real_epoll_pwait(c->epfd, c->ev, c->max, bs_timeout_ms(ns), c->mask);
 	struct timespec ts;
-	return bs_real_epoll_pwait2(c->epfd, c->ev, c->max, bs_timeout_ts(ns, &ts), c->mask);
+	if (c->kind == 0)
+		return (int)BS_NEG(bs_real_epoll_wait(c->epfd, c->ev, c->max, bs_timeout_ms(ns)));
+	if (c->kind == 1)
+		return (int)BS_NEG(bs_real_epoll_pwait(c->epfd, c->ev, c->max, bs_timeout_ms(ns),
+						       c->mask));
+	return (int)BS_NEG(bs_real_epoll_pwait2(c->epfd, c->ev, c->max, bs_timeout_ts(ns, &ts),
+						c->mask));
 }
 
 /* What the program is told of event e: 1 to keep it, 0 to drop it, -1 for
@@ -147,14 +151,14 @@ static int screened(const struct call *c, struct epoll_event *e)
 }
 
 /* Screen the n reports, dropping the hidden ones. Returns how many are
- * left, or -1 (EINTR). */
+ * left, or -EINTR. */
 static int screen(const struct call *c, int n)
 {
 	int kept = 0;
 	for (int i = 0; i < n; i++) {
 		int k = screened(c, &c->ev[i]);
 		if (k < 0)
-			return -1;
+			return -EINTR;
 		if (k)
 			c->ev[kept++] = c->ev[i];
 	}
@@ -182,7 +186,8 @@ static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *
 	uint64_t deadline = kind == 2 ? bs_timeout_deadline_ts(now, ts)
 				      : bs_timeout_deadline_ms(now, timeout);
 	struct call c = {epfd, max, ev, deadline, mask, kind};
-	return bs_defer_rounds(&c, deadline, wait_round, screen_round);
+	int saved = errno;
+	return bs_ret(bs_defer_rounds(&c, deadline, wait_round, screen_round), saved);
 }
 
 static int do_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

@@ -12,6 +12,7 @@
 #include "outcome.h"
 #include "policy.h"
 #include "real.h"
+#include "ret.h"
 #include "role.h"
 #include "shim.h"
 #include "sock.h"
@@ -21,43 +22,31 @@
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
 		    const struct sockaddr *addr, socklen_t len)
 {
-	int saved = errno;
 	uint64_t key = bs_addr_key(addr, len), now = bs_now();
 	cfg = bs_cfg_for(cfg, addr, len);
 	if (cfg->policy.kind == BS_POLICY_OFF)
-		return bs_real_sendto(fd, buf, n, flags, addr, len);
+		return BS_NEG(bs_real_sendto(fd, buf, n, flags, addr, len));
 	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
 	if (e && !bs_state_may_attempt(atomic_load(&e->state))) {
 		int nb = bs_sock_is_nonblocking(fd);
-		int err = 0;
-		if (nb && bs_nb_mode(cfg) == BS_NB_OFF)
-			err = 0;
-		else if (nb) /* a non-blocking call never waits: inside the window, it fails */
-			err = bs_attempt_no_wait(atomic_load(&e->state), 0, 0, now) == BS_NW_WINDOW
-				      ? bs_nb_last_err(key)
-				      : 0;
-		else {
-			struct bs_dest d = {key, addr, len};
-			err = bs_nb_wait_due(cfg, fd, &d, now);
-		}
-		if (err) {
-			errno = err;
-			return -1;
-		}
+		if (nb && bs_nb_mode(cfg) != BS_NB_OFF &&
+		    bs_attempt_no_wait(atomic_load(&e->state), 0, 0, now) == BS_NW_WINDOW)
+			return -bs_nb_last_err(key); /* a non-blocking call never waits */
+		struct bs_dest d = {key, addr, len};
+		int r = nb ? 0 : bs_nb_wait_due(cfg, fd, &d, now);
+		if (r < 0)
+			return r;
 	}
 	now = bs_now();
-	errno = saved;
-	ssize_t r = bs_real_sendto(fd, buf, n, flags, addr, len);
-	int err = errno;
+	ssize_t r = BS_NEG(bs_real_sendto(fd, buf, n, flags, addr, len));
 	if (key) {
 		struct bs_dest d = {key, addr, len};
 		if (r >= 0)
 			bs_outcome_connected(cfg, &d, fd, now);
-		else if (err == EINPROGRESS)
+		else if (r == -EINPROGRESS)
 			bs_outcome_started(cfg, fd, addr, len, key, now);
-		else if (bs_config_retries(cfg, err))
-			bs_outcome_failed_later(cfg, &d, now, err, 0);
+		else if (bs_config_retries(cfg, (int)-r))
+			bs_outcome_failed_later(cfg, &d, now, (int)-r, 0);
 	}
-	errno = err;
 	return r;
 }

@@ -10,7 +10,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-/* sendto(MSG_FASTOPEN) to addr: a connect and a send in one call. */
+/* sendto(MSG_FASTOPEN) to addr: a connect and a send in one call. Returns
+ * the bytes sent or -errno (ret.h). */
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
 		    const struct sockaddr *addr, socklen_t len);
 

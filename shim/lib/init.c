@@ -2,6 +2,7 @@
 #include "log.h"
 #include "policy.h"
 #include "real.h"
+#include "ret.h"
 #include "shared.h"
 #include "shim.h"
 #include "util.h"
@@ -55,17 +56,17 @@ static const char *get_env(void *ctx, const char *name)
 static long read_file(void *ctx, const char *path, char *buf, size_t cap, const char **why)
 {
 	(void)ctx;
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, path,
-			      O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, path,
+			     O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		*why = "cannot open file";
 		return -1;
 	}
 	struct stat st;
-	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int null = syscall(SYS_fstat, fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+	if (BS_SYS(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int null = BS_SYS(SYS_fstat, fd, &st) == 0 && S_ISCHR(st.st_mode) &&
 			   major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
-		syscall(SYS_close, fd);
+		BS_SYS(SYS_close, fd);
 		if (null)
 			return 0;
 		*why = "not a regular file";
@@ -73,11 +74,10 @@ static long read_file(void *ctx, const char *path, char *buf, size_t cap, const 
 	}
 	size_t n = 0;
 	long r = 0;
-	while (n < cap && ((r = syscall(SYS_read, fd, buf + n, cap - n)) > 0 ||
-			   (r < 0 && errno == EINTR)))
+	while (n < cap && ((r = BS_SYS(SYS_read, fd, buf + n, cap - n)) > 0 || r == -EINTR))
 		if (r > 0)
 			n += (size_t)r;
-	syscall(SYS_close, fd);
+	BS_SYS(SYS_close, fd);
 	if (r < 0) {
 		*why = "cannot read file";
 		return -1;
@@ -116,16 +116,17 @@ static int in_sticky_dir(const char *path)
 static char g_log_path[sizeof g_cfg.log_file + 4096];
 static int g_log_flags;
 
-static const char *log_open_problem(int raw, int err)
+/* raw: the log file's fd, or -errno of its open */
+static const char *log_open_problem(int raw)
 {
 	struct stat st;
 	if (raw < 0)
-		return err == ENXIO ? "a FIFO with no reader (or a socket), logging to stderr"
-		     : err == ELOOP && (g_log_flags & O_NOFOLLOW)
+		return raw == -ENXIO ? "a FIFO with no reader (or a socket), logging to stderr"
+		     : raw == -ELOOP && (g_log_flags & O_NOFOLLOW)
 			 ? "a symbolic link in a world-writable sticky directory; "
 			   "not followed, logging to stderr"
 			 : "cannot open for appending, logging to stderr";
-	if (syscall(SYS_fstat, raw, &st) != 0 ||
+	if (BS_SYS(SYS_fstat, raw, &st) != 0 ||
 	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
 		return "not a regular file, character device or FIFO, logging to stderr";
 	return NULL;
@@ -135,14 +136,12 @@ static const char *log_open_problem(int raw, int err)
 static int open_log_file(void *ctx)
 {
 	(void)ctx;
-	int saved = errno;
-	int raw = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
+	int raw = (int)BS_SYS(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
 	int fd = -1;
-	if (!log_open_problem(raw, errno))
-		fd = raw > 2 ? raw : (int)syscall(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
+	if (!log_open_problem(raw))
+		fd = raw > 2 ? raw : (int)BS_SYS(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
 	if (raw >= 0 && raw != fd)
-		syscall(SYS_close, raw);
-	errno = saved;
+		BS_SYS(SYS_close, raw);
 	return fd;
 }
 
@@ -165,7 +164,7 @@ static void remember_log_path(const char *path)
 static int open_per_line(int fd, const char *path)
 {
 	struct stat st;
-	return syscall(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	return BS_SYS(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	       strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/dev/", 5) != 0;
 }
 
@@ -195,16 +194,16 @@ static void open_log(void)
 	remember_log_path(path);
 	g_log_flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
 		      (in_sticky_dir(g_log_path) ? O_NOFOLLOW : 0);
-	int raw = (int)syscall(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
-	const char *why = log_open_problem(raw, errno);
+	int raw = (int)BS_SYS(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
+	const char *why = log_open_problem(raw);
 	int held = -1;
 	if (!why && !open_per_line(raw, g_log_path)) {
-		held = (int)syscall(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
+		held = (int)BS_SYS(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
 		if (held < 0)
 			why = "cannot open for appending, logging to stderr";
 	}
 	if (raw >= 0)
-		syscall(SYS_close, raw);
+		BS_SYS(SYS_close, raw);
 	if (why) {
 		report_log_file(path, why);
 		bs_log_setup(level, -1);

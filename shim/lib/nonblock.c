@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "real.h"
 #include "responsive.h"
+#include "ret.h"
 #include "role.h"
 #include "shared.h"
 #include "shim.h"
@@ -74,10 +75,7 @@ int bs_nb_wait_due(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 		bs_attempt_join(&a, atomic_load(&e->state), atomic_load(&e->resets), 0);
 	if (wait_due(cfg, d->key, &a, 0) == BS_STOP_NONE)
 		return 0;
-	int err = bs_nb_last_err(d->key), saved = errno;
-	bs_outcome_give_up(d, &a.b, err);
-	errno = saved;
-	return err;
+	return bs_outcome_give_up(d, &a.b, bs_nb_last_err(d->key));
 }
 
 /* A connect to a destination that may be in its backoff window, by mode,
@@ -103,8 +101,7 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 	if (pace) {
 		/* no packet sent, but a destination that comes back is found
 		 * within initial_backoff */
-		errno = bs_nb_last_err(key);
-		return *r = -1, 1;
+		return *r = -bs_nb_last_err(key), 1;
 	}
 	/* defer, retry: a non-blocking connect() never waits: parked */
 	*r = bs_outcome_started(cfg, fd, addr, len, key, now);
@@ -116,25 +113,22 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		  socklen_t len, uint64_t key)
 {
-	int saved = errno, r, probe = 0;
+	int r, probe = 0;
 	uint64_t now = bs_now();
 	if (bs_nb_mode(cfg) != BS_NB_OFF &&
 	    !bs_res_has_alternative(bs_res(), key, now, BS_RES_FALLBACK) &&
 	    in_window(cfg, fd, addr, len, key, now, &r, &probe))
 		return r;
 	now = bs_now();
-	errno = saved;
-	r = bs_real_connect(fd, addr, len);
-	if (r == 0 || errno != EINPROGRESS) {
-		int err = errno;
+	r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+	if (r != -EINPROGRESS) {
 		struct bs_dest d = {key, addr, len};
 		if (r == 0)
 			bs_outcome_connected(cfg, &d, fd, now);
-		else if (probe && bs_config_retries(cfg, err))
-			bs_outcome_probe_failed(&d, err);
-		else if (bs_config_retries(cfg, err))
-			bs_outcome_failed_later(cfg, &d, now, err, 0);
-		errno = err;
+		else if (probe && bs_config_retries(cfg, -r))
+			bs_outcome_probe_failed(&d, -r);
+		else if (bs_config_retries(cfg, -r))
+			bs_outcome_failed_later(cfg, &d, now, -r, 0);
 		return r;
 	}
 	r = bs_outcome_started(cfg, fd, addr, len, key, now);
@@ -148,23 +142,23 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
  * ECONNABORTED (see sock.h); the next one starts afresh. */
 static int reconnect_and_wait(int fd, const struct sockaddr *addr, socklen_t len, uint64_t end)
 {
-	int r = bs_real_connect(fd, addr, len);
-	if (r < 0 && errno == ECONNABORTED)
-		r = bs_real_connect(fd, addr, len);
-	if (r == 0 || errno == EISCONN)
+	int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+	if (r == -ECONNABORTED)
+		r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+	if (r == 0 || r == -EISCONN)
 		return 0;
-	if (errno != EINPROGRESS && errno != EALREADY)
-		return errno;
+	if (r != -EINPROGRESS && r != -EALREADY)
+		return -r;
 	for (int i = 0; i < 1000; i++) {
 		uint64_t now = bs_now();
 		if (now >= end)
 			break;
 		struct pollfd p = {fd, POLLOUT, 0};
 		uint64_t ms = (end - now) / BS_NS_PER_MS + 1;
-		int r = bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms);
-		if (r < 0 && errno == EINTR)
+		int n = (int)BS_NEG(bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms));
+		if (n == -EINTR)
 			return EINTR; /* the handshake goes on; the caller decides */
-		if (r > 0) {
+		if (n > 0) {
 			if (p.revents & POLLNVAL)
 				return EBADF;
 			int err = bs_sock_take_error(fd);
@@ -215,7 +209,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 
 /* Retry mode after the first attempt (started at `start`) failed with err:
  * rounds until connected or the budget is spent, then the common give-up
- * line. Returns 0 or the error the program sees; errno is not the result. */
+ * line. Returns 0 or the error the program sees. */
 static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 		    uint64_t start, int err)
 {
@@ -236,9 +230,7 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 			return BS_NB_EINTR;
 	}
 	bs_outcome_forget(fd);
-	int saved = errno;
 	bs_outcome_give_up(d, &a.b, err);
-	errno = saved;
 	return err;
 }
 
@@ -250,9 +242,7 @@ static void give_up_policy(const struct bs_config *cfg, int fd, const struct bs_
 	bs_attempt_init(&a, cfg, start, BS_BUDGET_NO_TIMEOUT);
 	bs_budget_count(&a.b, atomic_load(&bs_fd_slot(bs_fds(), fd)->steps) + 1);
 	bs_budget_stop(&a.b, BS_STOP_POLICY);
-	int saved = errno;
 	bs_outcome_give_up(d, &a.b, err);
-	errno = saved;
 }
 
 /* What the program sees of an outcome that is not a retryable failure:

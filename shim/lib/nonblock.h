@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-/* bs_nb_connect: a connect to a
- * destination in backoff; returns what connect() returns. */
+/* bs_nb_connect: a connect to a destination in backoff; returns 0 or
+ * -errno, as connect() would say it (ret.h). */
 int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		  socklen_t len, uint64_t key);
 /* The program learned err (0 = connected) for a tracked connecting fd.
@@ -34,8 +34,8 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait);
  * inside its backoff window fails with. */
 int bs_nb_last_err(uint64_t key);
 /* Wait (max_elapsed from now, and the program's SO_SNDTIMEO on fd, at
- * most) until d may be tried again: 0 when due, else the error to fail
- * with (bs_nb_last_err), after the common give-up line. */
+ * most) until d may be tried again: 0 when due, else -(the error to fail
+ * with, bs_nb_last_err) after the common give-up line. */
 int bs_nb_wait_due(const struct bs_config *cfg, int fd, const struct bs_dest *d, uint64_t now);
 
 #endif

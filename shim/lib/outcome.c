@@ -59,13 +59,11 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 		bs_line_str(&l, bs_errno_msg(err));
 		bs_line_emit(&l, BS_LOG_ERROR);
 	}
-	errno = err;
-	return -1;
+	return -err;
 }
 
 void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const char *why, int err)
 {
-	int saved = errno;
 	char name[128] = "?";
 	if (addr)
 		bs_addr_format(addr, len, name, sizeof name);
@@ -83,7 +81,6 @@ void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const cha
 	}
 	bs_line_str(&l, ")");
 	bs_line_emit(&l, BS_LOG_DEBUG);
-	errno = saved;
 }
 
 void bs_outcome_log_reset(const struct bs_dest *d)
@@ -267,8 +264,7 @@ int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockadd
 		if (mode == BS_NB_DEFER || mode == BS_NB_RETRY)
 			bs_custody_take(fd);
 	}
-	errno = EINPROGRESS;
-	return -1;
+	return -EINPROGRESS;
 }
 
 void bs_outcome_paced_connected(int fd, uint64_t t0)

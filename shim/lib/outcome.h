@@ -58,8 +58,8 @@ void bs_outcome_healthy(uint64_t key);
  * The healthy_after test and the "proved healthy" transition (destination
  * healthy, fd BS_FD_HEALTHY) live there, each written once.
  *  started:      a connect is in flight (EINPROGRESS at t0): track fd
- *                (unless nonblocking = off); returns -1 with errno
- *                EINPROGRESS, as connect() does;
+ *                (unless nonblocking = off); returns -EINPROGRESS, as
+ *                connect() does;
  *  (connected, failed: bs_outcome_connected, bs_outcome_failed(_later) above);
  *  lived:        fd on probation is in use: if it lived healthy_after it is
  *                healthy, whatever ends it now (returns 1 then);
@@ -107,8 +107,8 @@ struct sockaddr_storage;
 struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss);
 /* The one give-up line of every mode and policy, in the README's format
  * ("connect ADDR:PORT: giving up after N attempts in T (REASON): ERROR"),
- * from the call's budget (attempts, start, b->stop). Sets errno to err
- * (ECONNREFUSED if 0) and returns -1. */
+ * from the call's budget (attempts, start, b->stop). Returns -err
+ * (-ECONNREFUSED if 0). */
 struct bs_budget;
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
 /* Announce a change of the entry to everyone waiting on it. */

@@ -102,12 +102,12 @@ static int leave_epoll_set(int fd, struct bs_fdslot *s)
 	uint32_t set = atomic_load(&s->ep_set);
 	if (!set)
 		return 1;
-	int err = bs_sock_epoll_ctl((int)set - 1, EPOLL_CTL_DEL, fd, 0, 0);
-	if (err == 0) {
+	int r = bs_sock_epoll_ctl((int)set - 1, EPOLL_CTL_DEL, fd, 0, 0);
+	if (r == 0) {
 		atomic_fetch_or(&s->flags, BS_FDF_EP_REMOVED);
 		return 1;
 	}
-	if (err == ENOENT || err == EBADF || err == EINVAL) {
+	if (r == -ENOENT || r == -EBADF || r == -EINVAL) {
 		atomic_store(&s->ep_set, 0);
 		return 1;
 	}
@@ -129,9 +129,7 @@ static int log_give_up(const struct bs_config *cfg, int fd, const struct bs_budg
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
 	(void)cfg;
-	int saved = errno;
 	bs_outcome_give_up(&d, b, err);
-	errno = saved;
 	return 0;
 }
 
@@ -166,9 +164,7 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 		return log_give_up(cfg, fd, &a.b, err);
 	if (!bs_custody_holds(fd) || !leave_epoll_set(fd, s))
 		return 0;
-	int saved = errno;
 	bs_sock_abort(fd); /* unconnected, nothing pending: ready to go again */
-	errno = saved;
 	if (set_parked(s, fd))
 		return 1;
 	/* another thread moved the slot meanwhile: the program sees the real

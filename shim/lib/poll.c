@@ -18,6 +18,7 @@
 #include "outcome.h"
 #include "park.h"
 #include "real.h"
+#include "ret.h"
 #include "shim.h"
 
 #include <errno.h>
@@ -37,9 +38,9 @@ struct call {
 static int real_wait(const struct call *c, struct pollfd *set, uint64_t ns)
 {
 	if (!c->is_ppoll)
-		return bs_real_poll(set, c->n, bs_timeout_ms(ns));
+		return (int)BS_NEG(bs_real_poll(set, c->n, bs_timeout_ms(ns)));
 	struct timespec ts;
-	return bs_real_ppoll(set, c->n, bs_timeout_ts(ns, &ts), c->mask);
+	return (int)BS_NEG(bs_real_ppoll(set, c->n, bs_timeout_ts(ns, &ts), c->mask));
 }
 
 /* The copy, parked entries hidden. Returns how many were. */
@@ -77,7 +78,7 @@ static short screened(const struct pollfd *p, int *intr)
 }
 
 /* Screen the copy's reports and hand them to the program. Returns how
- * many entries have something to report, or -1 (EINTR). */
+ * many entries have something to report, or -EINTR. */
 static int report(const struct call *c, const struct pollfd *set)
 {
 	int r = 0, intr = 0;
@@ -85,7 +86,7 @@ static int report(const struct call *c, const struct pollfd *set)
 		c->fds[i].revents = screened(&set[i], &intr);
 		r += c->fds[i].revents != 0;
 	}
-	return intr ? -1 : r;
+	return intr ? -EINTR : r;
 }
 
 /* One wait: on the program's own array while nothing is parked (its
@@ -114,8 +115,9 @@ static int screen_round(void *call, int r)
 static int deferred(struct call *c)
 {
 	struct pollfd copy[POLL_COPY];
+	int saved = errno;
 	c->copy = copy;
-	return bs_defer_rounds(c, c->deadline, wait_round, screen_round);
+	return bs_ret(bs_defer_rounds(c, c->deadline, wait_round, screen_round), saved);
 }
 
 /* Too many entries to copy: the sockets in flight among them are watched

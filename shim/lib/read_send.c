@@ -20,6 +20,7 @@
 #include "park.h"
 #include "policy.h"
 #include "real.h"
+#include "ret.h"
 #include "shim.h"
 #include "sock.h"
 
@@ -45,7 +46,7 @@ struct op { /* a send-side call, so that it can be made again */
 	socklen_t *ralen;
 };
 
-static ssize_t redo(const struct op *o)
+static ssize_t redo_libc(const struct op *o)
 {
 	switch (o->kind) {
 	case OP_WRITE: return bs_real_write(o->fd, o->buf, o->n);
@@ -63,36 +64,43 @@ static ssize_t redo(const struct op *o)
 	return -1;
 }
 
+/* The call itself: what it returns, or -errno. */
+static ssize_t redo(const struct op *o)
+{
+	return BS_NEG(redo_libc(o));
+}
+
 /* The read side's failures that end a connection (with EOF: closed early). */
 static int read_reset(int err)
 {
 	return err == ECONNRESET || err == ETIMEDOUT || err == EPIPE || err == ECONNREFUSED;
 }
 
-/* After a read-side call on a connecting or probation fd: report what the
- * call showed (outcome.c decides what follows). */
+/* After a read-side call on a connecting or probation fd (r: what it
+ * returned, or -errno): report what the call showed (outcome.c decides
+ * what follows). */
 static ssize_t read_done(int fd, unsigned st, ssize_t r)
 {
-	int err = errno;
+	int err = r < 0 ? (int)-r : 0;
 	const struct bs_config *cfg = bs_active();
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (!cfg || !s)
-		return errno = err, r;
+		return r;
 	if (st == BS_FD_CONNECTING) {
 		if (r >= 0)
 			bs_nb_outcome(cfg, fd, 0, 0);
 		else if (err != EAGAIN && err != EINTR && bs_config_retries(cfg, err)) {
 			int res = bs_nb_outcome(cfg, fd, err, 0);
 			/* reconnected or parked: still connecting, nothing yet */
-			return errno = res > 0 ? res : EAGAIN, -1;
+			return -(res > 0 ? res : EAGAIN);
 		}
 		if (r <= 0)
-			return errno = err, r;
+			return r;
 	}
 	if (!bs_sock_is_stream(fd)) {
 		/* datagrams (and SEQPACKET) never touch a destination's state */
 		bs_outcome_forget(fd);
-		return errno = err, r;
+		return r;
 	}
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
@@ -104,7 +112,6 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		bs_outcome_closed_early(cfg, fd, &d, r == 0 ? 0 : err);
 	else
 		bs_outcome_lived(cfg, fd, d.key);
-	errno = err;
 	return r;
 }
 
@@ -114,37 +121,33 @@ static int send_error(int err)
 	       err == EHOSTUNREACH;
 }
 
-/* After a send-side call that failed, or on a connecting/probation fd.
- * `saved` is errno as the program had it before the call. */
-static ssize_t send_done(const struct op *o, unsigned st, ssize_t r, int saved)
+/* After a send-side call that failed, or on a connecting/probation fd
+ * (r: what it returned, or -errno). */
+static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 {
-	int err = errno;
+	int err = r < 0 ? (int)-r : 0;
 	const struct bs_config *cfg = bs_active();
-	struct bs_fdslot *s = bs_fd_slot(bs_fds(), o->fd);
-	if (!cfg)
-		return errno = err, r;
-	if (st == BS_FD_NONE || !s)
-		return errno = err, r;
+	if (!cfg || st == BS_FD_NONE || !bs_fd_slot(bs_fds(), o->fd))
+		return r;
 	if (st == BS_FD_CONNECTING) {
 		if (r >= 0) {
 			bs_nb_outcome(cfg, o->fd, 0, 0);
-			return errno = err, r;
+			return r;
 		}
 		if (err == EAGAIN || err == EINTR || !bs_config_retries(cfg, err))
-			return errno = err, -1;
+			return r;
 		if ((err = bs_nb_outcome(cfg, o->fd, err, 0)) != 0) /* parked: not yet */
-			return errno = err == BS_NB_PARKED_NOW ? EAGAIN : err, -1;
-		errno = saved;
+			return -(err == BS_NB_PARKED_NOW ? EAGAIN : err);
 		return redo(o); /* now connected: nothing was ever sent */
 	}
 	if (r >= 0) {
 		if (st == BS_FD_PROBATION)
 			bs_outcome_sent(cfg, o->fd);
-		return errno = err, r;
+		return r;
 	}
 	if (send_error(err))
 		bs_outcome_send_error(cfg, o->fd, err);
-	return errno = err, r;
+	return r;
 }
 
 /* ---- the read side ---- */
@@ -157,12 +160,17 @@ static int watch_read(int fd, unsigned *st)
 }
 
 /* The shim read a failed connect's error away (poll): the program's next
- * call on that socket gets it, as the kernel would have given it. -1 with
- * errno set if owed; 0 if the number now names something else. */
+ * call on that socket gets it, as the kernel would have given it. -err if
+ * owed; 0 if the number now names something else. */
 static int owed(int fd)
 {
-	int err = bs_owed_take(fd);
-	return err ? (errno = err, -1) : 0;
+	return -bs_owed_take(fd);
+}
+
+static ssize_t owed_or_redo(const struct op *o)
+{
+	int r = owed(o->fd);
+	return r ? r : redo(o);
 }
 
 /* A parked socket (defer mode) is still connecting to the program: its
@@ -174,10 +182,8 @@ static ssize_t parked(const struct op *o)
 	unsigned st = bs_defer_run_fd(o->fd, bs_now());
 	if (st == BS_FD_NONE)
 		return redo(o);
-	if (st == BS_FD_FAILED && owed(o->fd))
-		return -1;
-	errno = EAGAIN;
-	return -1;
+	int r = st == BS_FD_FAILED ? owed(o->fd) : 0;
+	return r ? r : -EAGAIN;
 }
 
 /* A read-side call on an fd the shim watches (kept out of line: the hot
@@ -188,7 +194,7 @@ static __attribute__((noinline)) ssize_t read_watched(const struct op *o)
 	if (!watch_read(o->fd, &st))
 		return redo(o);
 	if (st == BS_FD_FAILED)
-		return owed(o->fd) ? -1 : redo(o);
+		return owed_or_redo(o);
 	if (st == BS_FD_PARKED)
 		return parked(o);
 	ssize_t r = redo(o);
@@ -208,8 +214,9 @@ static inline int unwatched(int fd)
 #define WATCHED(side, name, params, ...)                                  \
 	static __attribute__((noinline)) ssize_t watched_##name params    \
 	{                                                                 \
+		int saved = errno;                                        \
 		struct op o = {__VA_ARGS__};                              \
-		return side##_watched(&o);                                \
+		return bs_ret_long(side##_watched(&o), saved);            \
 	}
 #define FAST(name, args)                                                  \
 	if (unwatched(fd))                                                \
@@ -276,14 +283,13 @@ static __attribute__((noinline)) ssize_t send_watched(const struct op *o)
 	if (st == BS_FD_NONE)
 		return redo(o);
 	if (st == BS_FD_FAILED)
-		return owed(o->fd) ? -1 : redo(o);
+		return owed_or_redo(o);
 	if (st == BS_FD_PARKED)
 		return parked(o);
-	int saved = errno;
 	ssize_t r = redo(o);
 	if (r >= 0 && st == BS_FD_HEALTHY)
 		return r;
-	return send_done(o, st, r, saved);
+	return send_done(o, st, r);
 }
 
 WATCHED(send, write, (int fd, const void *b, size_t n), .kind = OP_WRITE, .fd = fd, .buf = b,
@@ -306,8 +312,10 @@ BS_API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct socka
 {
 	const struct bs_config *cfg;
 	if ((f & MSG_FASTOPEN) && a && (cfg = bs_active()) &&
-	    bs_addr_kind(a, al) == BS_ADDR_INET)
-		return bs_fastopen(cfg, fd, b, n, f, a, al);
+	    bs_addr_kind(a, al) == BS_ADDR_INET) {
+		int saved = errno;
+		return bs_ret_long(bs_fastopen(cfg, fd, b, n, f, a, al), saved);
+	}
 	FAST(sendto, (fd, b, n, f, a, al));
 }
 BS_API ssize_t sendmsg(int fd, const struct msghdr *m, int f) { FAST(sendmsg, (fd, m, f)); }

@@ -18,6 +18,7 @@
 #include "outcome.h"
 #include "policy.h"
 #include "real.h"
+#include "ret.h"
 #include "role.h"
 #include "shim.h"
 #include "sock.h"
@@ -85,97 +86,83 @@ void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
 	log_stats(e, addr, len, "went down", 0);
 }
 
-/* Sleep d ns (a futex nobody wakes). EINTR if a signal should end the call. */
-static int pause_for(uint64_t d, int has_tv)
+/* Sleep until `until` (a futex nobody wakes), counted in the entry's
+ * stats. EINTR if a signal should end the call: nothing is in flight then,
+ * and EINTR from connect() would say otherwise. */
+static int pause_until(struct bs_entry *e, uint64_t until, int has_tv)
 {
 	uint32_t word = 0;
-	uint64_t until = bs_now() + d;
-	while (bs_now() < until)
+	uint64_t from = bs_now();
+	for (int i = 0; i < 1000 && bs_now() < until; i++)
 		if (bs_wait(&word, 0, until) == EINTR && bs_intr_returns_eintr(has_tv))
 			return EINTR;
+	atomic_fetch_add(&e->n_waits, 1);
+	atomic_fetch_add(&e->waited, until > from ? until - from : 0);
 	return 0;
 }
 
-/* Wait the entry's interval iv before an attempt, at most until the
- * budget's end, then try anyway: only an attempt can bring the interval
- * down again. After a failure of this call, an attempt past the budget is
- * not made. Returns 0 to attempt, or the reason to stop (also in b). */
-static enum bs_stop pace(struct bs_entry *e, struct bs_budget *b, uint64_t iv, int has_tv)
-{
-	uint64_t now = bs_now(), end = bs_budget_end(b), w = iv;
-	if (b->attempts && bs_budget_check_next(b, now + iv) != BS_STOP_NONE)
-		return b->stop;
-	if (now + w > end)
-		w = end > now ? end - now : 0;
-	/* a signal: nothing in flight, EINTR would say otherwise */
-	if (w && pause_for(w, has_tv) == EINTR)
-		return bs_budget_stop(b, BS_STOP_SIGNAL);
-	atomic_fetch_add(&e->n_waits, 1);
-	atomic_fetch_add(&e->waited, w);
-	return BS_STOP_NONE;
-}
-
-/* The call ends for the reason in b: the common give-up line, errno the
- * last error seen; when the budget's time ran out, the stats line too (info,
- * as it always was; not for max_attempts or a signal). */
+/* The call ends for the reason in a's budget: the common give-up line,
+ * -(the last error seen); when the budget's time ran out, the stats line
+ * too (info, as it always was; not for max_attempts or a signal). */
 static int give_up_with_stats(struct bs_entry *e, const struct bs_dest *d,
-			      const struct bs_budget *b, int err)
+			      const struct bs_attempt *a)
 {
-	int last = err ? err : (int)atomic_load(&e->last_err);
-	if (b->stop != BS_STOP_SIGNAL && b->stop != BS_STOP_MAX_ATTEMPTS)
+	int last = a->last_err ? a->last_err : (int)atomic_load(&e->last_err);
+	if (a->b.stop != BS_STOP_SIGNAL && a->b.stop != BS_STOP_MAX_ATTEMPTS)
 		log_stats(e, d->addr, d->len, "giving up (budget spent)", last);
-	return bs_outcome_give_up(d, b, last);
+	return bs_outcome_give_up(d, &a->b, last);
 }
 
-/* An attempt connected (r == 0) or is in flight (EINPROGRESS). */
+/* An attempt connected (r == 0) or is in flight (-EINPROGRESS). */
 static int started(const struct bs_config *cfg, struct bs_entry *e, int fd,
-		   const struct bs_dest *d, uint64_t t0, int r, int saved)
+		   const struct bs_dest *d, uint64_t t0, int r)
 {
 	if (r != 0)
 		return bs_outcome_started(cfg, fd, d->addr, d->len, d->key, t0);
 	bs_responsive_outcome(cfg, e, d->addr, d->len, 0);
 	bs_outcome_connected(cfg, d, fd, t0);
-	errno = saved;
 	return 0;
 }
 
+/* The attempt model's verdicts (bs_attempt_paced), carried out. */
 int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 			  socklen_t len, uint64_t key)
 {
-	int saved = errno, err = 0;
 	uint64_t start = bs_now();
 	struct bs_entry *e = bs_table_claim(bs_tab(), key, start, cfg->policy.max_backoff);
 	if (!e)
-		return bs_real_connect(fd, addr, len);
+		return (int)BS_NEG(bs_real_connect(fd, addr, len));
 	atomic_fetch_add(&e->n_calls, 1);
 	atomic_store(&e->last_used, start); /* in use: not to be reclaimed */
 	int blocking = bs_sock_is_blocking_stream(fd);
+	int paced = blocking || bs_nb_mode(cfg) == BS_NB_RETRY;
 	/* the program's SO_SNDTIMEO bounds the whole call */
 	uint64_t prog = blocking ? bs_sock_sndtimeo_ns(fd) : BS_BUDGET_NO_TIMEOUT;
-	int has_tv = prog != BS_BUDGET_NO_TIMEOUT;
-	struct bs_attempt a; /* (its budget: the responsive policy paces itself) */
+	struct bs_attempt a;
 	bs_attempt_init(&a, cfg, start, prog);
 	struct bs_dest d = {key, addr, len};
-	for (;;) {
-		uint64_t iv = atomic_load(&e->interval);
-		if (iv && (blocking || bs_nb_mode(cfg) == BS_NB_RETRY)) {
-			if (pace(e, &a.b, iv, has_tv) != BS_STOP_NONE)
-				return give_up_with_stats(e, &d, &a.b, err);
-			if (!bs_table_owns(bs_tab(), e, key))
-				return bs_real_connect(fd, addr, len); /* entry reclaimed */
+	for (;;) { /* (ends by the budget, or at a success) */
+		uint64_t iv = paced ? atomic_load(&e->interval) : 0;
+		struct bs_decision v = bs_attempt_paced(&a, iv, bs_now());
+		if (v.verdict == BS_END)
+			return give_up_with_stats(e, &d, &a);
+		if (v.verdict == BS_WAIT) {
+			if (pause_until(e, v.until, prog != BS_BUDGET_NO_TIMEOUT) == EINTR) {
+				bs_budget_stop(&a.b, BS_STOP_SIGNAL);
+				return give_up_with_stats(e, &d, &a);
+			}
+			if (!bs_table_owns(bs_tab(), e, key)) /* entry reclaimed */
+				return (int)BS_NEG(bs_real_connect(fd, addr, len));
 		}
 		uint64_t t0 = bs_now();
-		int r = bs_real_connect(fd, addr, len);
-		err = r ? errno : 0;
-		if (r == 0 || err == EINPROGRESS)
-			return started(cfg, e, fd, &d, t0, r, saved);
-		if (!bs_config_retries(cfg, err))
-			return errno = err, -1;
-		bs_responsive_outcome(cfg, e, addr, len, err);
-		bs_budget_count(&a.b, 1);
+		int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+		if (r == 0 || r == -EINPROGRESS)
+			return started(cfg, e, fd, &d, t0, r);
+		if (!bs_config_retries(cfg, -r))
+			return r;
+		bs_responsive_outcome(cfg, e, addr, len, -r);
+		bs_attempt_failed(&a, -r);
 		if (!blocking || bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
-			return errno = err, -1;
-		if (bs_budget_check(&a.b, bs_now()) != BS_STOP_NONE)
-			return give_up_with_stats(e, &d, &a.b, err);
+			return r;
 	}
 }

@@ -3,6 +3,7 @@
 
 #include "addr.h"
 #include "real.h"
+#include "ret.h"
 #include "sock.h"
 
 #include <errno.h>
@@ -98,9 +99,9 @@ int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof ss;
-	int saved = errno, n = 0;
-	if (syscall(SYS_getsockname, fd, &ss, &len) != 0 || len > sizeof ss)
-		return errno = saved, 0;
+	int n = 0;
+	if (BS_SYS(SYS_getsockname, fd, &ss, &len) != 0 || len > sizeof ss)
+		return 0;
 	if (ss.ss_family == AF_UNIX)
 		n = key_into(keys, n, &ss, len);
 	if (ss.ss_family == AF_INET) {
@@ -126,6 +127,5 @@ int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 			serve_port(in6.sin6_port);
 		}
 	}
-	errno = saved;
 	return n;
 }

@@ -15,6 +15,7 @@
 #include "outcome.h"
 #include "park.h"
 #include "real.h"
+#include "ret.h"
 #include "shim.h"
 
 #include <errno.h>
@@ -45,10 +46,10 @@ static int real_wait(const struct call *c, struct sets *s, uint64_t ns)
 	fd_set *r = pick(c->r, &s->r), *w = pick(c->w, &s->w), *e = pick(c->e, &s->e);
 	if (c->is_pselect) {
 		struct timespec ts;
-		return bs_real_pselect(c->n, r, w, e, bs_timeout_ts(ns, &ts), c->mask);
+		return (int)BS_NEG(bs_real_pselect(c->n, r, w, e, bs_timeout_ts(ns, &ts), c->mask));
 	}
 	struct timeval tv;
-	return bs_real_select(c->n, r, w, e, bs_timeout_tv(ns, &tv));
+	return (int)BS_NEG(bs_real_select(c->n, r, w, e, bs_timeout_tv(ns, &tv)));
 }
 
 static void clear_fd(struct sets *s, int fd)
@@ -74,7 +75,7 @@ static int hide_parked(const struct call *c, struct sets *s)
 }
 
 /* Screen connecting sockets reported ready; returns the bits left set, or
- * -1 (EINTR: a signal ended retry mode's wait). */
+ * -EINTR (a signal ended retry mode's wait). */
 static int screen(const struct call *c, struct sets *s)
 {
 	int left = 0;
@@ -83,7 +84,7 @@ static int screen(const struct call *c, struct sets *s)
 		if (ready && bs_fd_state(bs_fds(), fd) == BS_FD_CONNECTING) {
 			enum bs_screen v = bs_defer_screen_ready(fd);
 			if (v == BS_SCREEN_EINTR)
-				return -1;
+				return -EINTR;
 			if (v == BS_SCREEN_HIDE)
 				clear_fd(s, fd);
 			else if (v == BS_SCREEN_CONNECTED) {
@@ -126,9 +127,11 @@ static int screen_round(void *call, int r)
 	return r;
 }
 
+/* The rounds, and errno set at the end (ret.h). */
 static int deferred(struct call *c)
 {
-	return bs_defer_rounds(c, c->deadline, wait_round, screen_round);
+	int saved = errno;
+	return bs_ret(bs_defer_rounds(c, c->deadline, wait_round, screen_round), saved);
 }
 
 static void take_sets(struct call *c)
@@ -184,11 +187,8 @@ static __attribute__((noinline)) int select_watched(int n, fd_set *r, fd_set *w,
 	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_timeout_deadline_tv(bs_now(), tv)};
 	take_sets(&c);
 	int res = deferred(&c);
-	if (tv) {
-		int saved = errno;
+	if (tv)
 		time_left(tv, c.deadline);
-		errno = saved;
-	}
 	return res;
 }
 

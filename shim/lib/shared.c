@@ -6,6 +6,7 @@
 #include "policy.h"
 #include "shtab.h"
 
+#include "ret.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -44,7 +45,7 @@ static void say(const char *path, const char *what)
 static uint64_t netns_inode(void)
 {
 	struct stat st;
-	if (syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/ns/net", &st, 0) != 0)
+	if (BS_SYS(SYS_newfstatat, AT_FDCWD, "/proc/self/ns/net", &st, 0) != 0)
 		return 0;
 	return (uint64_t)st.st_ino;
 }
@@ -71,24 +72,24 @@ static void dir_of(const char *path, char *dir, size_t n)
 	dir[len] = 0;
 }
 
-/* A complete new table linked at path; -1 with *why on failure (EEXIST in
- * errno: someone else linked theirs first). */
+/* A complete new table linked at path: its fd, or -errno with *why
+ * (-EEXIST: someone else linked theirs first). */
 static int create_table(const char *path, int explicit_path, const char **why)
 {
 	char dir[256], proc[64];
 	dir_of(path, dir, sizeof dir);
-	int fd = (int)syscall(SYS_openat, AT_FDCWD, dir, O_TMPFILE | O_RDWR | O_CLOEXEC,
-			      explicit_path ? 0660 : 0600);
+	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, dir, O_TMPFILE | O_RDWR | O_CLOEXEC,
+			     explicit_path ? 0660 : 0600);
 	if (fd < 0)
-		return *why = "cannot create a file there", -1;
+		return *why = "cannot create a file there", fd;
 	int err = posix_fallocate(fd, 0, (off_t)BS_SHTAB_SIZE);
 	struct bs_shtab_header h;
 	bs_shtab_header_init(&h);
-	if (err || pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
-		syscall(SYS_close, fd);
-		return *why = "no room for it (full?)", -1;
+	if (err || BS_NEG(pwrite(fd, &h, sizeof h, 0)) != (ssize_t)sizeof h) {
+		BS_SYS(SYS_close, fd);
+		return *why = "no room for it (full?)", -ENOSPC;
 	}
-	fchmod(fd, explicit_path ? 0660 : 0600); /* whatever the umask */
+	BS_SYS(SYS_fchmod, fd, explicit_path ? 0660 : 0600); /* whatever the umask */
 	memcpy(proc, "/proc/self/fd/", 14);
 	int n = 14, v = fd;
 	char digits[12];
@@ -99,11 +100,10 @@ static int create_table(const char *path, int explicit_path, const char **why)
 	while (d)
 		proc[n++] = digits[--d];
 	proc[n] = 0;
-	if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
-		int e = errno;
-		syscall(SYS_close, fd);
-		errno = e;
-		return *why = "cannot link it into place", -1;
+	int r = (int)BS_SYS(SYS_linkat, AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+	if (r) {
+		BS_SYS(SYS_close, fd);
+		return *why = "cannot link it into place", r;
 	}
 	return fd;
 }
@@ -113,10 +113,11 @@ static const char *check_file(int fd, int explicit_path)
 	struct stat st;
 	struct bs_shtab_header h;
 	memset(&h, 0, sizeof h);
-	if (syscall(SYS_fstat, fd, &st) != 0)
+	if (BS_SYS(SYS_fstat, fd, &st) != 0)
 		return "cannot stat it";
 	struct bs_shtab_stat s = {S_ISREG(st.st_mode), st.st_uid, st.st_mode, (uint64_t)st.st_size};
-	if (s.is_regular && s.size >= sizeof h && pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+	if (s.is_regular && s.size >= sizeof h &&
+	    BS_NEG(pread(fd, &h, sizeof h, 0)) != (ssize_t)sizeof h)
 		return "cannot read it";
 	enum bs_shtab_verdict v = bs_shtab_check(&s, &h, geteuid(), explicit_path);
 	if (v != BS_SHTAB_OK)
@@ -126,10 +127,11 @@ static const char *check_file(int fd, int explicit_path)
 	return NULL;
 }
 
+/* fd or -errno */
 static int open_existing(const char *path)
 {
-	return (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-			    O_NONBLOCK);
+	return (int)BS_SYS(SYS_openat, AT_FDCWD, path,
+			   O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 }
 
 /* Open or create the file; -1 with *why. */
@@ -137,19 +139,19 @@ static int open_table(const char *path, int explicit_path, const char **why)
 {
 	for (int round = 0; round < 2; round++) {
 		int fd = open_existing(path);
-		if (fd < 0 && errno == ELOOP)
+		if (fd == -ELOOP)
 			return *why = "a symbolic link", -1;
-		if (fd < 0 && errno != ENOENT)
+		if (fd < 0 && fd != -ENOENT)
 			return *why = "cannot open it", -1;
 		if (fd < 0)
 			fd = create_table(path, explicit_path, why);
 		if (fd >= 0) {
 			if ((*why = check_file(fd, explicit_path)) == NULL)
 				return fd;
-			syscall(SYS_close, fd);
+			BS_SYS(SYS_close, fd);
 			return -1;
 		}
-		if (errno != EEXIST)
+		if (fd != -EEXIST)
 			return -1;
 		/* another process linked its table first: use that one */
 	}
@@ -170,7 +172,7 @@ struct bs_table *bs_shared_map(const struct bs_config *cfg, struct bs_table *pri
 		return private_table;
 	}
 	void *m = mmap(NULL, BS_SHTAB_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	syscall(SYS_close, fd);
+	BS_SYS(SYS_close, fd);
 	if (m == MAP_FAILED) {
 		say(g_path, "cannot map it");
 		return private_table;
@@ -224,15 +226,13 @@ void bs_shared_wait_ends(const struct bs_entry *e)
 /* The table file again, for a lock: it must still be the file mapped. */
 static int open_for_lock(void)
 {
-	int saved = errno;
 	int fd = open_existing(g_path);
 	struct stat st;
-	if (fd >= 0 && (syscall(SYS_fstat, fd, &st) != 0 || st.st_dev != g_dev ||
+	if (fd >= 0 && (BS_SYS(SYS_fstat, fd, &st) != 0 || st.st_dev != g_dev ||
 			st.st_ino != g_ino)) {
-		syscall(SYS_close, fd);
+		BS_SYS(SYS_close, fd);
 		fd = -1;
 	}
-	errno = saved;
 	return fd;
 }
 
@@ -254,24 +254,19 @@ int bs_shared_hold(const struct bs_entry *e)
 	int fd = open_for_lock();
 	if (fd < 0)
 		return -1;
-	int saved = errno;
 	struct flock fl = range_of(e, F_WRLCK);
-	if (syscall(SYS_fcntl, fd, F_OFD_SETLK, &fl) != 0) {
-		int busy = errno == EAGAIN || errno == EACCES;
-		syscall(SYS_close, fd);
-		fd = busy ? BS_SHARED_BUSY : -1;
+	long r = BS_SYS(SYS_fcntl, fd, F_OFD_SETLK, &fl);
+	if (r != 0) {
+		BS_SYS(SYS_close, fd);
+		fd = r == -EAGAIN || r == -EACCES ? BS_SHARED_BUSY : -1;
 	}
-	errno = saved;
 	return fd;
 }
 
 void bs_shared_release(int token)
 {
-	if (token >= 0) {
-		int saved = errno;
-		syscall(SYS_close, token); /* the last close of the description unlocks */
-		errno = saved;
-	}
+	if (token >= 0)
+		BS_SYS(SYS_close, token); /* the last close of the description unlocks */
 }
 
 int bs_shared_held_elsewhere(const struct bs_entry *e)
@@ -281,10 +276,8 @@ int bs_shared_held_elsewhere(const struct bs_entry *e)
 	int fd = open_for_lock();
 	if (fd < 0)
 		return 0;
-	int saved = errno;
 	struct flock fl = range_of(e, F_WRLCK);
-	int held = syscall(SYS_fcntl, fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-	syscall(SYS_close, fd);
-	errno = saved;
+	int held = BS_SYS(SYS_fcntl, fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+	BS_SYS(SYS_close, fd);
 	return held;
 }

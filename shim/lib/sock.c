@@ -5,6 +5,7 @@
 #include "budget.h"
 #include "clock.h"
 #include "real.h"
+#include "ret.h"
 
 #include <errno.h>
 #include <sys/epoll.h>
@@ -23,28 +24,24 @@
 
 static int ident(int fd, struct bs_sock_ident *id);
 
-/* Raw syscalls: the shim's own socket calls must never land in a wrapper. */
+/* Raw syscalls: the shim's own socket calls must never land in a wrapper.
+ * 0 or -errno. */
 static int sys_getsockopt(int fd, int lvl, int opt, void *v, socklen_t *l)
 {
-	return (int)syscall(SYS_getsockopt, fd, lvl, opt, v, l);
+	return (int)BS_SYS(SYS_getsockopt, fd, lvl, opt, v, l);
 }
 
 int bs_sock_is_stream(int fd)
 {
-	int saved = errno, type = 0;
+	int type = 0;
 	socklen_t l = sizeof type;
-	int r = sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
-	errno = saved;
-	return r;
+	return sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
 }
 
-/* fcntl(F_GETFL): the flags, or -1 (errno-neutral). */
+/* fcntl(F_GETFL): the flags, or -errno. */
 static long get_fl(int fd)
 {
-	int saved = errno;
-	long fl = syscall(SYS_fcntl, fd, F_GETFL);
-	errno = saved;
-	return fl;
+	return BS_SYS(SYS_fcntl, fd, F_GETFL);
 }
 
 int bs_sock_is_nonblocking(int fd)
@@ -61,20 +58,14 @@ int bs_sock_has_flag(int fd, int flag)
 
 int bs_sock_has_failed(int fd)
 {
-	int saved = errno;
 	struct pollfd p = {fd, 0, 0};
 	struct timespec zero = {0, 0};
-	int r = (int)syscall(SYS_ppoll, &p, 1, &zero, NULL, 0) == 1 && (p.revents & POLLERR);
-	errno = saved;
-	return r;
+	return BS_SYS(SYS_ppoll, &p, 1, &zero, NULL, 0) == 1 && (p.revents & POLLERR);
 }
 
 int bs_sock_is_open(int fd)
 {
-	int saved = errno;
-	long fl = syscall(SYS_fcntl, fd, F_GETFD);
-	errno = saved;
-	return fl >= 0;
+	return BS_SYS(SYS_fcntl, fd, F_GETFD) >= 0;
 }
 
 int bs_sock_is_listening(int fd)
@@ -86,11 +77,8 @@ int bs_sock_is_listening(int fd)
 
 int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
 {
-	int saved = errno;
 	struct epoll_event ev = {.events = events, .data.u64 = data};
-	int r = (int)syscall(SYS_epoll_ctl, epfd, op, fd, &ev) == 0 ? 0 : errno;
-	errno = saved;
-	return r;
+	return (int)BS_SYS(SYS_epoll_ctl, epfd, op, fd, &ev);
 }
 
 int bs_sock_is_blocking_stream(int fd)
@@ -103,36 +91,29 @@ int bs_sock_is_blocking_stream(int fd)
 
 int bs_sock_take_error(int fd)
 {
-	int saved = errno, e = 0;
+	int e = 0;
 	socklen_t l = sizeof e;
-	if (sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l))
-		e = -errno;
-	errno = saved;
-	return e;
+	int r = sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
+	return r ? r : e;
 }
 
 int bs_sock_has_peer(int fd)
 {
-	int saved = errno;
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof ss;
-	int r = syscall(SYS_getpeername, fd, &ss, &l) == 0;
-	errno = saved;
-	return r;
+	return BS_SYS(SYS_getpeername, fd, &ss, &l) == 0;
 }
 
 int bs_sock_peer_is(int fd, uint64_t key)
 {
-	int saved = errno, r;
 	struct sockaddr_storage ss;
 	socklen_t l = sizeof ss;
-	if (syscall(SYS_getpeername, fd, &ss, &l) == 0)
-		r = bs_addr_key((struct sockaddr *)&ss, l) == key;
-	else /* a reset socket has no peer any more (ENOTCONN); a file or
-	      * pipe that took the number over says ENOTSOCK */
-		r = errno == ENOTCONN;
-	errno = saved;
-	return r;
+	long r = BS_SYS(SYS_getpeername, fd, &ss, &l);
+	if (r == 0)
+		return bs_addr_key((struct sockaddr *)&ss, l) == key;
+	/* a reset socket has no peer any more (ENOTCONN); a file or pipe that
+	 * took the number over says ENOTSOCK */
+	return r == -ENOTCONN;
 }
 
 int bs_sock_sndtimeo(int fd, struct timeval *tv)
@@ -159,7 +140,7 @@ void bs_sock_abort(int fd)
 	struct sockaddr sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_family = AF_UNSPEC;
-	syscall(SYS_connect, fd, &sa, sizeof sa);
+	BS_SYS(SYS_connect, fd, &sa, sizeof sa);
 	bs_sock_take_error(fd);
 }
 
@@ -169,30 +150,30 @@ static int handshake_done(int fd)
 	return bs_sock_has_peer(fd);
 }
 
-/* Start a connect without blocking while leaving the socket as the program
- * set it: O_NONBLOCK is on only for the one connect() call, with every
- * signal blocked in this thread, so no handler (and no longjmp out of one)
- * can ever see the socket in a state the program did not choose. The raw
+/* Start a connect without blocking (0 or -errno), leaving the socket as
+ * the program set it: O_NONBLOCK is on only for the one connect() call,
+ * with every signal blocked in this thread, so no handler (and no longjmp
+ * out of one) can ever see the socket in a state the program did not
+ * choose. The raw
  * syscall is no cancellation point, so a thread is never cancelled there;
  * the wait that follows is one. */
 static int start_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	uint64_t all = ~0ull, old;
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, sizeof old);
-	long fl = syscall(SYS_fcntl, fd, F_GETFL);
+	BS_SYS(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, sizeof old);
+	long fl = get_fl(fd);
 	int flip = fl >= 0 && !(fl & O_NONBLOCK);
 	if (flip)
-		syscall(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK);
-	int r = (int)syscall(SYS_connect, fd, addr, len), e = errno;
+		BS_SYS(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK);
+	int r = (int)BS_SYS(SYS_connect, fd, addr, len);
 	if (flip)
-		syscall(SYS_fcntl, fd, F_SETFL, fl);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
-	errno = e;
+		BS_SYS(SYS_fcntl, fd, F_SETFL, fl);
+	BS_SYS(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
 	return r;
 }
 
 /* Wait until fd's handshake ends or `deadline` passes: 1 when it ended,
- * 0 at the deadline, -1 with errno EINTR when a signal handler ran. libc's
+ * 0 at the deadline, -EINTR when a signal handler ran. libc's
  * ppoll, so that pthread_cancel acts here as it would in connect(). */
 static int wait_handshake(int fd, uint64_t deadline)
 {
@@ -202,8 +183,8 @@ static int wait_handshake(int fd, uint64_t deadline)
 	struct pollfd p = {fd, POLLOUT, 0};
 	uint64_t left = deadline - now;
 	struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
-	int r = bs_real_ppoll(&p, 1, &ts, NULL);
-	return r < 0 ? -1 : r > 0;
+	int r = (int)BS_NEG(bs_real_ppoll(&p, 1, &ts, NULL));
+	return r < 0 ? r : r > 0;
 }
 
 static int same_ident(const struct bs_sock_ident *a, int fd)
@@ -225,7 +206,7 @@ static enum bs_sock_outcome await_handshake(int fd, const struct bs_sock_ident *
 			*err = EBADF;
 			return BS_ATT_FAIL;
 		}
-		if (w < 0 && errno == EINTR) {
+		if (w == -EINTR) {
 			/* the kernel's own connect() would decide the same way */
 			if (bs_intr_returns_eintr(prog_has_tv))
 				return BS_ATT_EINTR;
@@ -263,15 +244,16 @@ static enum bs_sock_outcome unix_queue_full(int fd, const struct sockaddr *addr,
 				       int prog_has_tv, int *err)
 {
 	for (;;) {
-		if (bs_real_connect(fd, addr, len) == 0 || errno == EISCONN)
+		int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+		if (r == 0 || r == -EISCONN)
 			return BS_ATT_OK;
-		if (errno == EINTR && !bs_intr_returns_eintr(prog_has_tv))
+		if (r == -EINTR && !bs_intr_returns_eintr(prog_has_tv))
 			continue;
-		if (errno == EINTR)
+		if (r == -EINTR)
 			return BS_ATT_EINTR;
-		if (errno == EAGAIN && prog_has_tv)
+		if (r == -EAGAIN && prog_has_tv)
 			return BS_ATT_PROG_TIMEOUT; /* the program's own timeout */
-		*err = errno;
+		*err = -r;
 		return BS_ATT_FAIL;
 	}
 }
@@ -280,19 +262,20 @@ enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, sockle
 				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
 {
 	struct bs_sock_ident id;
-	if (!ident(fd, &id)) {
-		*err = errno;
+	int r = ident(fd, &id);
+	if (r < 0) {
+		*err = -r;
 		return BS_ATT_FAIL;
 	}
-	int r = start_connect(fd, addr, len);
-	if (r < 0 && errno == ECONNABORTED) /* a failure already consumed: afresh */
+	r = start_connect(fd, addr, len);
+	if (r == -ECONNABORTED) /* a failure already consumed: afresh */
 		r = start_connect(fd, addr, len);
-	if (r == 0 || errno == EISCONN)
+	if (r == 0 || r == -EISCONN)
 		return BS_ATT_OK;
-	if (errno == EAGAIN && addr->sa_family == AF_UNIX)
+	if (r == -EAGAIN && addr->sa_family == AF_UNIX)
 		return unix_queue_full(fd, addr, len, prog_has_tv, err);
-	if (errno != EINPROGRESS && errno != EALREADY) {
-		*err = errno;
+	if (r != -EINPROGRESS && r != -EALREADY) {
+		*err = -r;
 		return BS_ATT_FAIL;
 	}
 	return await_handshake(fd, &id, deadline, prog_cut, prog_has_tv, err);
@@ -304,39 +287,38 @@ static int error_pending(int fd)
 {
 	struct pollfd p = {fd, 0, 0};
 	struct timespec zero = {0, 0};
-	return syscall(SYS_ppoll, &p, 1, &zero, NULL, 8) == 1 && (p.revents & POLLERR);
+	return BS_SYS(SYS_ppoll, &p, 1, &zero, NULL, 8) == 1 && (p.revents & POLLERR);
 }
 
 int bs_sock_peer_took_all(int fd)
 {
 	struct tcp_info ti;
 	socklen_t l = sizeof ti;
-	int unsent = -1;
-	if (sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l))
-		return errno == EOPNOTSUPP || errno == ENOPROTOOPT; /* not TCP: AF_UNIX */
+	int unsent = -1, r = sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l);
+	if (r)
+		return r == -EOPNOTSUPP || r == -ENOPROTOOPT; /* not TCP: AF_UNIX */
 	if (l < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked ||
-	    syscall(SYS_ioctl, fd, SIOCOUTQ, &unsent))
+	    BS_SYS(SYS_ioctl, fd, SIOCOUTQ, &unsent))
 		return 0;
 	/* bytes_acked counts the SYN as 1: more means data of ours was acked */
 	return ti.tcpi_bytes_acked > 1 && unsent == 0 && !error_pending(fd);
 }
 
-/* bs_sock_ident, leaving fstat's errno on failure. */
+/* bs_sock_ident: 0, or -errno of the query. */
 static int ident(int fd, struct bs_sock_ident *id)
 {
 	uint64_t c = 0;
 	socklen_t l = sizeof c;
-	if (sys_getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &l) != 0 || l != sizeof c || !c)
-		return 0;
+	int r = sys_getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &l);
+	if (r || l != sizeof c || !c)
+		return r ? r : -ENOTSOCK;
 	id->cookie = c;
-	return 1;
+	return 0;
 }
 
 int bs_sock_ident(int fd, struct bs_sock_ident *id)
 {
-	int saved = errno, r = ident(fd, id);
-	errno = saved;
-	return r;
+	return ident(fd, id) == 0;
 }
 
 uint32_t bs_gettid(void)
@@ -346,9 +328,6 @@ uint32_t bs_gettid(void)
 
 int bs_thread_alive(uint32_t tid)
 {
-	int saved = errno;
-	long r = syscall(SYS_tgkill, getpid(), (pid_t)tid, 0);
-	int alive = r == 0 || errno == EPERM;
-	errno = saved;
-	return alive;
+	long r = BS_SYS(SYS_tgkill, getpid(), (pid_t)tid, 0);
+	return r == 0 || r == -EPERM;
 }

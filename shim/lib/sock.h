@@ -55,10 +55,10 @@ int bs_sock_has_flag(int fd, int flag);
 int bs_sock_has_failed(int fd);
 /* 1 if fd is a listening socket (SO_ACCEPTCONN). */
 int bs_sock_is_listening(int fd);
-/* Does fd name an open descriptor (of any kind)? errno kept. */
+/* Does fd name an open descriptor (of any kind)? */
 int bs_sock_is_open(int fd);
 /* epoll_ctl(epfd, op, fd) with these events and data, as a raw syscall:
- * 0 or the errno value (errno itself untouched). */
+ * 0 or -errno. */
 int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 /* 1 if fd is a blocking SOCK_STREAM socket. */
 int bs_sock_is_blocking_stream(int fd);
@@ -100,7 +100,7 @@ int bs_sock_peer_took_all(int fd);
  * (fclose, open, dup, socketpair...). Checked on Linux 6.18. */
 struct bs_sock_ident {
 	uint64_t cookie;
-}; /* (errno-neutral) */
+};
 int bs_sock_ident(int fd, struct bs_sock_ident *id);
 
 uint32_t bs_gettid(void);

@@ -232,6 +232,45 @@ static void test_no_wait(void **state)
 			 BS_NW_WINDOW); /* (a concurrent claim a moment ahead: not garbage) */
 }
 
+/* The responsive policy: wait the interval (cut at the budget's end), then
+ * go; after its own failure, end when the budget is spent. */
+static void test_paced(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(10 * SEC, 3);
+	struct bs_decision d = bs_attempt_paced(&a, 0, T0);
+	assert_int_equal(d.verdict, BS_GO);
+	d = bs_attempt_paced(&a, 2 * SEC, T0);
+	assert_int_equal(d.verdict, BS_WAIT);
+	assert_true(d.until == T0 + 2 * SEC);
+	/* the first attempt waits at most until the budget's end, then goes */
+	d = bs_attempt_paced(&a, 30 * SEC, T0 + 1 * SEC);
+	assert_int_equal(d.verdict, BS_WAIT);
+	assert_true(d.until == T0 + 10 * SEC);
+	/* a failure counts one; the next go past max_elapsed ends it */
+	bs_attempt_failed(&a, 111);
+	d = bs_attempt_paced(&a, 30 * SEC, T0 + 2 * SEC);
+	assert_int_equal(d.verdict, BS_END);
+	assert_int_equal(a.b.stop, BS_STOP_NEXT_ELAPSED);
+	assert_int_equal(a.b.attempts, 1);
+	assert_int_equal(a.last_err, 111);
+
+	/* max_attempts: the third failure ends it, whatever the interval */
+	a = fresh(0, 3);
+	for (int i = 0; i < 2; i++) {
+		bs_attempt_failed(&a, 111);
+		assert_int_equal(bs_attempt_paced(&a, SEC, T0).verdict, BS_WAIT);
+	}
+	bs_attempt_failed(&a, 111);
+	assert_int_equal(bs_attempt_paced(&a, 0, T0).verdict, BS_END);
+	assert_int_equal(a.b.stop, BS_STOP_MAX_ATTEMPTS);
+	/* an interval near the clock's end does not wrap */
+	a = fresh(0, 0);
+	d = bs_attempt_paced(&a, UINT64_MAX - 5, T0);
+	assert_int_equal(d.verdict, BS_WAIT);
+	assert_true(d.until > T0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_budget_ends),
 		cmocka_unit_test(test_newcomer),
 		cmocka_unit_test(test_no_wait),
+		cmocka_unit_test(test_paced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
