@@ -188,29 +188,22 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return bs_cli_usage(NULL, "missing command (run, schedule, check-config, status or reset)");
-	const char *name = argv[optind];
-	if (strcmp(name, "help") == 0) {
-		if (optind + 1 >= argc) {
-			fputs(usage_text, stdout);
-			return 0;
-		}
-		/* "help run" is "run --help" */
-		for (size_t i = 0; i < BS_ARRAY_SIZE(commands); i++)
-			if (strcmp(argv[optind + 1], commands[i].name) == 0) {
-				char *args[] = {argv[optind + 1], "--help", NULL};
-				optind = 0; /* GNU getopt: start afresh */
-				return commands[i].fn(2, args);
-			}
-		return bs_cli_usage(NULL, "unknown command '%s'", argv[optind + 1]);
+	int help = strcmp(argv[optind], "help") == 0;
+	if (help && optind + 1 >= argc) {
+		fputs(usage_text, stdout);
+		return 0;
 	}
+	char *name = argv[optind + help], *help_args[] = {name, "--help", NULL};
 	for (size_t i = 0; i < BS_ARRAY_SIZE(commands); i++) {
 		if (strcmp(name, commands[i].name) == 0) {
-			int sub_argc = argc - optind;
-			char **sub_argv = argv + optind;
+			int sub_argc = help ? 2 : argc - optind; /* "help run" is "run --help" */
+			char **sub_argv = help ? help_args : argv + optind;
 			optind = 0; /* GNU getopt: start afresh for the subcommand */
 			return commands[i].fn(sub_argc, sub_argv);
 		}
 	}
+	if (help)
+		return bs_cli_usage(NULL, "unknown command '%s'", name);
 	return bs_cli_usage(NULL, "unknown command '%s' (expected run, schedule, check-config, status or reset)",
 			    name);
 }

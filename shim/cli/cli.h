@@ -31,14 +31,17 @@ extern const char *bs_cli_argv0;
  * printed) if none is found. */
 int bs_cli_find_library(const char *argv0, char out[4096]);
 
-/* run's options that map one value to one variable (checked by the config
- * module with its variable-style key); schedule takes them too, so that a
- * run line can be previewed. */
-struct bs_cli_setting {
-	const char *opt, *key, *var;
-};
-extern const struct bs_cli_setting bs_cli_settings[];
-extern const size_t bs_cli_nsettings;
+/* run's options that set one BACKOFFSHIM_* variable each (--max-backoff,
+ * --pace...); schedule takes them too, so that a run line can be previewed.
+ * bs_cli_setting_options writes their BS_CLI_SETTINGS getopt_long entries,
+ * whose values are BS_CLI_OPT_SETTING + i. bs_cli_take_setting applies the
+ * one getopt_long returned, its value checked as the library would check
+ * it: 0, or sub's usage error (BS_EXIT_USAGE, after the message). */
+#define BS_CLI_OPT_SETTING 256
+#define BS_CLI_SETTINGS 9
+struct option;
+void bs_cli_setting_options(struct option *out);
+int bs_cli_take_setting(const char *sub, int opt, const char *value);
 
 /* Subcommands: argv[0] is the subcommand's name. Each returns an exit status
  * (run returns only when it could not exec). */
@@ -67,7 +70,6 @@ void bs_cli_printable(FILE *f, const char *s, size_t max);
 /* Print the effective configuration (the policy and every key that matters
  * to it) as "  key = value" lines. Defined in show.c. */
 void bs_cli_show_config(FILE *f, const struct bs_config *c);
-
 
 /* schedule --dest (dest.c): ADDR:PORT, [V6]:PORT, NAME:PORT (resolved
  * here; its [dest NAME:PORT] section applies) or unix:PATH. */

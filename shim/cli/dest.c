@@ -10,8 +10,6 @@
 #include <string.h>
 #include <sys/un.h>
 
-#define MAX_KEYS (sizeof ((struct bs_cli_dest *)0)->keys / sizeof (uint64_t))
-
 /* What the name resolved to (ctx: the struct bs_cli_dest); the library
  * asks its getaddrinfo() records the same question. */
 static int name_has(void *ctx, uint64_t name, uint64_t key)
@@ -75,7 +73,7 @@ static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
 		memcpy(&st, a->ai_addr, a->ai_addrlen);
 		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
 		uint64_t k = bs_addr_key((struct sockaddr *)&st, a->ai_addrlen);
-		if (k && d->nkeys < MAX_KEYS)
+		if (k && d->nkeys < BS_ARRAY_SIZE(d->keys))
 			d->keys[d->nkeys++] = k;
 	}
 	freeaddrinfo(res);

@@ -25,7 +25,6 @@
 #define LIB_NAME "libbackoffshim.so"
 
 #define EXIT_RUN_ERROR 125 /* run's own errors, usage included (as env, timeout, nice) */
-#define EXIT_NO_LIBRARY EXIT_RUN_ERROR
 #define EXIT_CANNOT_RUN 126
 #define EXIT_NOT_FOUND 127
 
@@ -72,20 +71,44 @@ static const char help_text[] =
 	"\n"
 	"Example: backoffshim run --max-backoff 30s -- ./client db.internal 5432\n";
 
-const struct bs_cli_setting bs_cli_settings[] = {
-	{"initial-backoff", "initial_backoff", "BACKOFFSHIM_INITIAL_BACKOFF"},
-	{"max-backoff", "max_backoff", "BACKOFFSHIM_MAX_BACKOFF"},
-	{"multiplier", "multiplier", "BACKOFFSHIM_MULTIPLIER"},
-	{"jitter", "jitter", "BACKOFFSHIM_JITTER"},
-	{"max-elapsed", "max_elapsed", "BACKOFFSHIM_MAX_ELAPSED"},
-	{"max-attempts", "max_attempts", "BACKOFFSHIM_MAX_ATTEMPTS"},
-	{"policy", "policy", "BACKOFFSHIM_POLICY"},
-	{"log", "log", "BACKOFFSHIM_LOG"},
+/* A value option sets var to its value, once config has checked it (with
+ * its variable-style key); a flag (key NULL) sets var to `flag`. */
+static const struct {
+	const char *opt, *key, *var, *flag;
+} settings[] = {
+	{"initial-backoff", "initial_backoff", "BACKOFFSHIM_INITIAL_BACKOFF", NULL},
+	{"max-backoff", "max_backoff", "BACKOFFSHIM_MAX_BACKOFF", NULL},
+	{"multiplier", "multiplier", "BACKOFFSHIM_MULTIPLIER", NULL},
+	{"jitter", "jitter", "BACKOFFSHIM_JITTER", NULL},
+	{"max-elapsed", "max_elapsed", "BACKOFFSHIM_MAX_ELAPSED", NULL},
+	{"max-attempts", "max_attempts", "BACKOFFSHIM_MAX_ATTEMPTS", NULL},
+	{"policy", "policy", "BACKOFFSHIM_POLICY", NULL},
+	{"log", "log", "BACKOFFSHIM_LOG", NULL},
+	{"pace", NULL, "BACKOFFSHIM_NONBLOCKING", "pace"},
 };
-#define NSETTINGS BS_ARRAY_SIZE(bs_cli_settings)
-const size_t bs_cli_nsettings = NSETTINGS;
-#define settings bs_cli_settings
-enum { OPT_SETTING = 256, OPT_CONFIG = OPT_SETTING + (int)NSETTINGS, OPT_PACE };
+_Static_assert(BS_ARRAY_SIZE(settings) == BS_CLI_SETTINGS, "BS_CLI_SETTINGS counts them");
+enum { OPT_CONFIG = BS_CLI_OPT_SETTING + BS_CLI_SETTINGS };
+
+void bs_cli_setting_options(struct option *out)
+{
+	for (int i = 0; i < BS_CLI_SETTINGS; i++)
+		out[i] = (struct option){settings[i].opt, settings[i].key ? required_argument : no_argument,
+					 NULL, BS_CLI_OPT_SETTING + i};
+}
+
+int bs_cli_take_setting(const char *sub, int opt, const char *value)
+{
+	struct bs_config scratch;
+	const char *why;
+	int i = opt - BS_CLI_OPT_SETTING;
+	bs_config_defaults(&scratch);
+	if (!settings[i].key)
+		value = settings[i].flag;
+	else if (bs_config_set(&scratch, NULL, settings[i].key, value, &why))
+		return bs_cli_usage(sub, "--%s '%s': %s", settings[i].opt, value, why);
+	setenv(settings[i].var, value, 1);
+	return 0;
+}
 
 /* dir of the running binary into `dir` ("" if unknown). */
 static void exe_dir(const char *argv0, char dir[PATH_MAX])
@@ -104,13 +127,11 @@ static void exe_dir(const char *argv0, char dir[PATH_MAX])
 	memcpy(dir, exe, PATH_MAX);
 }
 
-/* The library's canonical path into out; 0, or -1 after a message. */
-#define CANDIDATES 5
-
-/* The candidates, in order; returns how many. */
-static int library_candidates(const char *argv0, char cand[CANDIDATES][PATH_MAX + 64])
+/* The library's canonical path into out: the first candidate that is
+ * readable; 0, or -1 (after a message naming them all if `say`). */
+static int find_library(const char *argv0, char out[PATH_MAX], int say)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], cand[5][PATH_MAX + 64];
 	int n = 0;
 	exe_dir(argv0, dir);
 	if (dir[0]) {
@@ -120,29 +141,19 @@ static int library_candidates(const char *argv0, char cand[CANDIDATES][PATH_MAX 
 	}
 	snprintf(cand[n++], sizeof cand[0], "%s/lib/" LIB_NAME, BS_PREFIX);
 	snprintf(cand[n++], sizeof cand[0], "%s/" PACKAGED, BS_PREFIX);
-	return n;
+	for (int i = 0; i < n; i++)
+		if (realpath(cand[i], out) && access(out, R_OK) == 0)
+			return 0;
+	if (say)
+		fprintf(stderr, "backoffshim run: cannot find " LIB_NAME "; looked for:\n");
+	for (int i = 0; say && i < n; i++)
+		fprintf(stderr, "  %s\n", cand[i]);
+	return -1;
 }
 
 int bs_cli_find_library(const char *argv0, char out[PATH_MAX])
 {
-	char cand[CANDIDATES][PATH_MAX + 64];
-	int n = library_candidates(argv0, cand);
-	for (int i = 0; i < n; i++)
-		if (realpath(cand[i], out) && access(out, R_OK) == 0)
-			return 0;
-	return -1;
-}
-
-static int find_library(const char *argv0, char out[PATH_MAX])
-{
-	char cand[CANDIDATES][PATH_MAX + 64];
-	int n = library_candidates(argv0, cand);
-	if (bs_cli_find_library(argv0, out) == 0)
-		return 0;
-	fprintf(stderr, "backoffshim run: cannot find " LIB_NAME "; looked for:\n");
-	for (int i = 0; i < n; i++)
-		fprintf(stderr, "  %s\n", cand[i]);
-	return -1;
+	return find_library(argv0, out, 0);
 }
 
 /* Is an existing copy of the shim already in this LD_PRELOAD list? (Two
@@ -219,10 +230,6 @@ static int find_command(const char *cmd, char *path, size_t n)
 	}
 }
 
-/* Would exec of this file run in secure mode (AT_SECURE), where the loader
- * ignores LD_PRELOAD? Set-id bits count only when they change an id and the
- * file system honours them; file capabilities only for a user other than
- * root. */
 /* Is the id a file's owner shows as one this user namespace maps? (An
  * owner it cannot map shows as the overflow id, and the kernel ignores a
  * set-id bit it cannot apply.) which: "uid_map" or "gid_map". */
@@ -241,6 +248,10 @@ static int id_mapped(unsigned long id, const char *which)
 	return mapped;
 }
 
+/* Would exec of this file run in secure mode (AT_SECURE), where the loader
+ * ignores LD_PRELOAD? Set-id bits count only when they change an id and the
+ * file system honours them; file capabilities only for a user other than
+ * root. */
 static int execs_securely(const char *path, const struct stat *st)
 {
 	struct statvfs fs;
@@ -312,41 +323,22 @@ static void warn_if_no_effect(const char *cmd)
 			path, why);
 }
 
-static int run_main(int argc, char **argv);
-
-int bs_cmd_run(int argc, char **argv)
-{
-	int r = run_main(argc, argv);
-	return r == BS_EXIT_USAGE ? EXIT_RUN_ERROR : r;
-}
-
 static int run_main(int argc, char **argv)
 {
-	struct option longopts[NSETTINGS + 4];
-	for (size_t i = 0; i < NSETTINGS; i++)
-		longopts[i] = (struct option){settings[i].opt, required_argument, NULL,
-					      OPT_SETTING + (int)i};
-	longopts[NSETTINGS] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
-	longopts[NSETTINGS + 1] = (struct option){"pace", no_argument, NULL, OPT_PACE};
-	longopts[NSETTINGS + 2] = (struct option){"help", no_argument, NULL, 'h'};
-	longopts[NSETTINGS + 3] = (struct option){NULL, 0, NULL, 0};
-
-	struct bs_config scratch;
-	bs_config_defaults(&scratch);
+	struct option longopts[BS_CLI_SETTINGS + 3];
+	bs_cli_setting_options(longopts);
+	longopts[BS_CLI_SETTINGS] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+	longopts[BS_CLI_SETTINGS + 1] = (struct option){"help", no_argument, NULL, 'h'};
+	longopts[BS_CLI_SETTINGS + 2] = (struct option){NULL, 0, NULL, 0};
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-		if (c >= OPT_SETTING && c < OPT_CONFIG) {
-			const struct bs_cli_setting *s = &settings[c - OPT_SETTING];
-			const char *why;
-			if (bs_config_set(&scratch, NULL, s->key, optarg, &why))
-				return bs_cli_usage("run", "--%s '%s': %s", s->opt, optarg, why);
-			setenv(s->var, optarg, 1);
+		if (c >= BS_CLI_OPT_SETTING && c < OPT_CONFIG) {
+			if (bs_cli_take_setting("run", c, optarg))
+				return BS_EXIT_USAGE;
 		} else if (c == OPT_CONFIG) {
 			if (set_config_file(optarg))
 				return BS_EXIT_USAGE;
-		} else if (c == OPT_PACE) {
-			setenv("BACKOFFSHIM_NONBLOCKING", "pace", 1);
 		} else if (c == 'h') {
 			fputs(help_text, stdout);
 			return 0;
@@ -358,15 +350,21 @@ static int run_main(int argc, char **argv)
 		return bs_cli_usage("run", "missing the command to run (run [OPTIONS] -- CMD [ARGS...])");
 
 	char lib[PATH_MAX];
-	if (find_library(bs_cli_argv0, lib))
-		return EXIT_NO_LIBRARY;
+	if (find_library(bs_cli_argv0, lib, 1))
+		return EXIT_RUN_ERROR;
 	if (preload(lib)) {
 		fprintf(stderr, "backoffshim run: cannot set LD_PRELOAD: %s\n", strerror(errno));
-		return EXIT_NO_LIBRARY;
+		return EXIT_RUN_ERROR;
 	}
 	warn_if_no_effect(argv[optind]);
 	execvp(argv[optind], argv + optind);
 	int err = errno;
 	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[optind], strerror(err));
 	return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+}
+
+int bs_cmd_run(int argc, char **argv)
+{
+	int r = run_main(argc, argv);
+	return r == BS_EXIT_USAGE ? EXIT_RUN_ERROR : r;
 }

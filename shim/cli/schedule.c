@@ -172,21 +172,6 @@ struct schedule_opts {
 /* What an option asks for when the command goes on. */
 #define GO_ON (-1)
 
-enum { OPT_SETTING = 256 };
-#define MAX_SETTINGS 16
-
-/* One of run's options: the variable set, as run sets it. */
-static int take_setting(const struct bs_cli_setting *s)
-{
-	struct bs_config scratch;
-	const char *why;
-	bs_config_defaults(&scratch);
-	if (bs_config_set(&scratch, NULL, s->key, optarg, &why))
-		return bs_cli_usage("schedule", "--%s '%s': %s", s->opt, optarg, why);
-	setenv(s->var, optarg, 1);
-	return GO_ON;
-}
-
 /* One option of the command line: GO_ON, or the exit status to end with. */
 static int take_option(int c, char **argv, struct schedule_opts *o)
 {
@@ -217,12 +202,9 @@ static int take_option(int c, char **argv, struct schedule_opts *o)
 	case 'h':
 		fputs(help_text, stdout);
 		return 0;
-	case 'P':
-		setenv("BACKOFFSHIM_NONBLOCKING", "pace", 1);
-		return GO_ON;
 	default:
-		if (c >= OPT_SETTING && c < OPT_SETTING + (int)bs_cli_nsettings)
-			return take_setting(&bs_cli_settings[c - OPT_SETTING]);
+		if (c >= BS_CLI_OPT_SETTING && c < BS_CLI_OPT_SETTING + BS_CLI_SETTINGS)
+			return bs_cli_take_setting("schedule", c, optarg) ? BS_EXIT_USAGE : GO_ON;
 		return bs_cli_bad_option("schedule", c, argv);
 	}
 }
@@ -234,17 +216,12 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 		{"config", required_argument, NULL, 'c'},
 		{"dest", required_argument, NULL, 'd'},
 		{"seed", required_argument, NULL, 's'},
-		{"pace", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	struct option longopts[BS_ARRAY_SIZE(fixed) + MAX_SETTINGS + 1];
-	size_t n = 0;
-	for (size_t i = 0; i < BS_ARRAY_SIZE(fixed); i++)
-		longopts[n++] = fixed[i];
-	for (size_t i = 0; i < bs_cli_nsettings && i < MAX_SETTINGS; i++)
-		longopts[n++] = (struct option){bs_cli_settings[i].opt, required_argument, NULL,
-						OPT_SETTING + (int)i};
-	longopts[n] = (struct option){NULL, 0, NULL, 0};
+	struct option longopts[BS_CLI_SETTINGS + BS_ARRAY_SIZE(fixed)];
+	bs_cli_setting_options(longopts);
+	memcpy(longopts + BS_CLI_SETTINGS, fixed, sizeof fixed);
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
@@ -253,7 +230,6 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 			return status;
 	}
 	/* (a run line's "[--] CMD ARGS..." is allowed, as run takes it, and not run) */
-	(void)argc;
 	return GO_ON;
 }
 

@@ -2,29 +2,14 @@
 #include "cli.h"
 #include "errname.h"
 
-static const char *describe(const struct bs_policy *p)
-{
-	switch (p->kind) {
-	case BS_POLICY_LIST:
-		return "a fixed list of waits, each drawn in [0.5 d, 1.5 d]";
-	case BS_POLICY_EXPONENTIAL:
-		return "no jitter; stops once a wait would reach max_backoff";
-	case BS_POLICY_OFF:
-		return "pass-through: a failed connect is returned at once";
-	case BS_POLICY_RESPONSIVE:
-		return "adaptive pacing: every connect waits the destination's current "
-		       "interval, which failures raise and successes lower";
-	}
-	switch (p->jitter_mode) {
-	case BS_JITTER_FULL:
-		return "gRPC connection backoff, full jitter";
-	case BS_JITTER_EQUAL:
-		return "gRPC connection backoff, equal jitter";
-	case BS_JITTER_DECORRELATED:
-		return "gRPC connection backoff, decorrelated jitter";
-	}
-	return "gRPC connection backoff, proportional jitter";
-}
+/* What each policy but grpc does (grpc's line names its jitter mode). */
+static const char *const described[] = {
+	[BS_POLICY_LIST] = "a fixed list of waits, each drawn in [0.5 d, 1.5 d]",
+	[BS_POLICY_EXPONENTIAL] = "no jitter; stops once a wait would reach max_backoff",
+	[BS_POLICY_OFF] = "pass-through: a failed connect is returned at once",
+	[BS_POLICY_RESPONSIVE] = "adaptive pacing: every connect waits the destination's "
+				 "current interval, which failures raise and successes lower",
+};
 
 static void key_dur(FILE *f, const char *key, uint64_t ns, const char *note)
 {
@@ -149,7 +134,12 @@ static void process_keys(FILE *f, const struct bs_config *c)
 void bs_cli_show_config(FILE *f, const struct bs_config *c)
 {
 	const struct bs_policy *p = &c->policy;
-	fprintf(f, "policy: %s (%s)\n", bs_name_of(&bs_policy_names, p->kind), describe(p));
+	fprintf(f, "policy: %s (", bs_name_of(&bs_policy_names, p->kind));
+	if (p->kind == BS_POLICY_GRPC)
+		fprintf(f, "gRPC connection backoff, %s jitter)\n",
+			bs_name_of(&bs_jmode_names, p->jitter_mode));
+	else
+		fprintf(f, "%s)\n", described[p->kind]);
 	policy_keys(f, p);
 	if (p->kind != BS_POLICY_OFF)
 		retry_keys(f, c);

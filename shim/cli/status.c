@@ -1,10 +1,12 @@
 /* status, reset: the operator's view of the shared table, and the way to
- * say "the server is back, stop waiting". See cli.h. */
+ * say "the server is back, stop waiting". See cli.h. Everything read from
+ * the table is another process's word: checked before it is shown. */
 #include "cli.h"
 
 #include "addr.h"
 #include "clock.h"
 #include "errname.h"
+#include "policy.h"
 #include "readfile.h"
 #include "shtab.h"
 #include "table.h"
@@ -14,42 +16,50 @@
 #include <getopt.h>
 #include <linux/futex.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#define LOCK_DIR "/dev/shm"
+
 static const char status_usage[] =
-	"Usage: backoffshim status [--json | --prometheus] [--table PATH | --user NAME]\n"
+	"Usage: backoffshim status [--json | --prometheus] [--table NAME | --user NAME]\n"
+	"       backoffshim status --gc\n"
 	"\n"
 	"Shows every destination of the shared table that is failing or on\n"
-	"probation: its address, consecutive failures, last error, time until its\n"
-	"next attempt, threads and processes waiting now in a blocking connect, the\n"
-	"age of its last attempt, and the\n"
-	"counters kept since the entry was made (attempts, failures, waits, time\n"
-	"waited, give-ups).\n"
+	"probation, most urgent first: its address, consecutive failures, last\n"
+	"error, time until its next attempt ('idle' once nobody has tried it for\n"
+	"longer than max_backoff and its jitter: the next process starts its\n"
+	"schedule over), threads and processes waiting now (live processes only),\n"
+	"the age of its last attempt, and the counters kept since the entry was\n"
+	"made (attempts, failures, waits, time waited, give-ups). As root, it also\n"
+	"names the tables of other users.\n"
 	"\n"
 	"Options:\n"
 	"  --json          one JSON document: an array of objects\n"
 	"  --prometheus    Prometheus text exposition (node_exporter's textfile\n"
-	"                  collector)\n"
-	"  --table PATH    the table at PATH (default: as BACKOFFSHIM_SHARED and the\n"
-	"                  config say; 'user' is this user's table in /dev/shm)\n"
+	"                  collector); idle destinations are left out\n"
+	"  --table NAME    the table that shared = NAME names (default: as\n"
+	"                  BACKOFFSHIM_SHARED and the config say)\n"
 	"  --user NAME     another user's table (root)\n"
+	"  --gc            remove this user's tables (root: every user's) that no\n"
+	"                  process has attached\n"
 	"  -h, --help      show this help\n"
 	"\n"
-	"Exit status: 0; 1 if the table cannot be read; 2 on a usage error.\n";
+	"Exit status: 0; 1 if the table named cannot be found or read; 3 if it is\n"
+	"damaged (backoffshim reset --all rebuilds it); 2 on a usage error.\n";
 
 static const char reset_usage[] =
-	"Usage: backoffshim reset DEST | --all [--table PATH | --user NAME]\n"
+	"Usage: backoffshim reset DEST | --all [--table NAME | --user NAME]\n"
 	"\n"
 	"Clears the backoff state of DEST (ADDR:PORT or [V6]:PORT, as in [dest]\n"
 	"sections) or of every destination, and wakes every process waiting on it:\n"
 	"their next attempt goes out at once (a parked non-blocking socket within\n"
-	"250 ms).\n"
+	"250 ms). --all also rebuilds a damaged table.\n"
 	"\n"
 	"Exit status: 0; 1 if the table cannot be opened; 2 on a usage error.\n";
 
@@ -59,7 +69,7 @@ struct opts {
 	enum format format;
 	const char *table;
 	const char *user;
-	int all;
+	int all, gc;
 	const char *dest;
 };
 
@@ -71,6 +81,7 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 		{"table", required_argument, NULL, 't'},
 		{"user", required_argument, NULL, 'u'},
 		{"all", no_argument, NULL, 'a'},
+		{"gc", no_argument, NULL, 'g'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -92,12 +103,19 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 				return bs_cli_usage(sub, "unknown option '--all'");
 			o->all = 1;
 			break;
+		case 'g':
+			if (!is_status)
+				return bs_cli_usage(sub, "unknown option '--gc'");
+			o->gc = 1;
+			break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: return bs_cli_bad_option(sub, c, argv);
 		}
 	}
 	if (o->table && o->user)
 		return bs_cli_usage(sub, "--table and --user exclude each other");
+	if (o->gc && (o->table || o->user || o->format != TEXT))
+		return bs_cli_usage(sub, "--gc takes no other option");
 	if (!is_status) {
 		if (optind < argc)
 			o->dest = argv[optind++];
@@ -127,116 +145,140 @@ static uint64_t netns_inode(void)
 	return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* The table's path and owner; 0, or 1 with a message printed. */
-static int table_path(const struct opts *o, char *path, size_t n, uid_t *owner, int *explicit_path)
+/* Which table: its key and owner, and the settings (for idle); 0, or 1
+ * with a message printed. */
+struct where {
+	int key;
+	uid_t owner;
+	int named; /* --table or --user: its absence is an error */
+	struct bs_config cfg;
+	char name[300];
+};
+
+static int locate(const struct opts *o, struct where *w)
 {
-	*owner = geteuid();
-	*explicit_path = 0;
+	static struct bs_rules rules;
+	bs_config_load_rules(&w->cfg, &rules, get_env, bs_read_file_libc, quiet, NULL);
+	w->owner = geteuid();
+	w->named = o->table || o->user;
+	const char *name = w->cfg.shared[0] == '/' ? w->cfg.shared : "";
 	if (o->table) {
-		snprintf(path, n, "%s", o->table);
-		*explicit_path = 1;
-		return 0;
-	}
-	if (o->user) {
+		name = strcmp(o->table, "user") ? o->table : "";
+	} else if (o->user) {
 		struct passwd *pw = getpwnam(o->user);
 		if (!pw) {
 			fprintf(stderr, "backoffshim: no user named '%s'\n", o->user);
 			return 1;
 		}
-		*owner = pw->pw_uid;
-	} else {
-		static struct bs_rules rules;
-		struct bs_config cfg;
-		bs_config_load_rules(&cfg, &rules, get_env, bs_read_file_libc, quiet, NULL);
-		if (!strcmp(cfg.shared, "off")) {
-			fprintf(stderr, "backoffshim: sharing is off (shared = off): each process "
-					"keeps its own table\n");
-			return 1;
-		}
-		if (cfg.shared[0] == '/') {
-			snprintf(path, n, "%s", cfg.shared);
-			*explicit_path = 1;
-			return 0;
-		}
+		w->owner = pw->pw_uid;
+		name = "";
+	} else if (!strcmp(w->cfg.shared, "off")) {
+		fprintf(stderr, "backoffshim: sharing is off (shared = off): each process "
+				"keeps its own table\n");
+		return 1;
 	}
-	return bs_shtab_user_path(path, n, "/dev/shm", *owner, netns_inode()) ? 0 : 1;
+	snprintf(w->name, sizeof w->name, "%s", *name ? name : "user");
+	w->key = bs_shtab_key(w->owner, netns_inode(), name);
+	return 0;
 }
 
-/* The table mapped (read-only unless writable), or NULL with a message. */
-static struct bs_table *map_table(const struct opts *o, int writable, int *absent)
+/* The table attached (read-only unless writable; a damaged header
+ * rewritten if `repair`), or NULL: *absent when there is none, else a
+ * message was printed; *damaged for a bad header. */
+static struct bs_table *attach_table(const struct where *w, int writable, int repair,
+				     int *absent, int *damaged)
 {
-	char path[512];
-	uid_t owner;
-	int explicit_path;
-	*absent = 0;
-	if (table_path(o, path, sizeof path, &owner, &explicit_path))
-		return NULL;
-	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
+	*absent = *damaged = 0;
+	int id = shmget(w->key, 0, 0);
+	if (id < 0) {
 		*absent = errno == ENOENT;
 		if (!*absent)
-			fprintf(stderr, "backoffshim: %s: %s\n", path, strerror(errno));
+			fprintf(stderr, "backoffshim: table %s: %s\n", w->name, strerror(errno));
 		return NULL;
 	}
-	struct stat st;
-	struct bs_shtab_header h;
-	memset(&h, 0, sizeof h);
-	fstat(fd, &st);
-	if (pread(fd, &h, sizeof h, 0) < 0)
-		memset(&h, 0, sizeof h);
-	struct bs_shtab_stat s = {S_ISREG(st.st_mode), st.st_uid, st.st_mode, (uint64_t)st.st_size};
-	enum bs_shtab_verdict v = bs_shtab_check(&s, &h, owner, explicit_path);
+	struct shmid_ds ds;
+	if (shmctl(id, IPC_STAT, &ds) != 0) {
+		fprintf(stderr, "backoffshim: table %s: %s\n", w->name, strerror(errno));
+		return NULL;
+	}
+	struct bs_shtab_stat st = {ds.shm_perm.uid, ds.shm_perm.cuid, ds.shm_perm.mode,
+				   (uint64_t)ds.shm_segsz};
+	enum bs_shtab_verdict v = bs_shtab_check_segment(&st, w->owner);
 	if (v != BS_SHTAB_OK) {
-		fprintf(stderr, "backoffshim: %s: %s\n", path, bs_shtab_verdict_text(v));
-		close(fd);
+		fprintf(stderr, "backoffshim: table %s: %s\n", w->name, bs_shtab_verdict_text(v));
 		return NULL;
 	}
-	void *m = mmap(NULL, BS_SHTAB_SIZE, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED) {
-		fprintf(stderr, "backoffshim: %s: cannot map it: %s\n", path, strerror(errno));
+	void *m = shmat(id, NULL, writable ? 0 : SHM_RDONLY);
+	if (m == (void *)-1) {
+		fprintf(stderr, "backoffshim: table %s: cannot attach it: %s\n", w->name,
+			strerror(errno));
 		return NULL;
 	}
+	struct bs_shtab_header h;
+	memcpy(&h, m, sizeof h);
+	v = bs_shtab_check_header(&h);
+	*damaged = v == BS_SHTAB_BAD_HEADER;
+	if (v != BS_SHTAB_OK && v != BS_SHTAB_NEW && !(*damaged && repair)) {
+		fprintf(stderr, "backoffshim: table %s: %s%s\n", w->name, bs_shtab_verdict_text(v),
+			*damaged ? "; backoffshim reset --all rebuilds it" : "");
+		return NULL;
+	}
+	if (repair && v != BS_SHTAB_OK)
+		bs_shtab_header_init((struct bs_shtab_header *)m);
 	return (struct bs_table *)(void *)((char *)m + BS_SHTAB_OFFSET);
 }
 
-/* One destination's row, read once from the (untrusted) mapping. */
+/* One destination's row, read once from the (untrusted) table. */
 struct row {
 	char dest[128];
 	uint32_t failures, waiting, procs, attempts, fails, waits, giveups;
-	int probation, last_err;
+	int probation, last_err, idle;
 	double next_in, last_age, waited;
+	double next_at, last_at; /* wall clock, s (0: none) */
 };
 
-static int key_is_valid(uint64_t k)
+/* Is a process holding the lock on byte `at` of the table's lock file? */
+static int lock_held(int fd, uint64_t at)
 {
-	return k && !(k & (BS_TABLE_RES | BS_TABLE_DEAD));
+	struct flock fl;
+	memset(&fl, 0, sizeof fl);
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = (off_t)at;
+	fl.l_len = 1;
+	return fd >= 0 && fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 }
 
-/* The live processes listed as waiting on slot i (pids as this process's
- * pid namespace sees them). */
-static uint32_t waiting_processes(const struct bs_table *t, unsigned i)
+/* The processes waiting on slot i whose cell's lock is held (alive), and
+ * their threads. */
+static void live_waiters(const struct bs_table *t, unsigned i, int lockfd, struct row *r)
 {
-	uint32_t seen[BS_TABLE_WAITER_PIDS], n = 0;
+	r->procs = r->waiting = 0;
 	for (unsigned k = 0; k < BS_TABLE_WAITER_PIDS; k++) {
-		uint32_t pid = atomic_load(&((struct bs_table *)(uintptr_t)t)->waiter_pids[i][k]);
-		int dup = 0;
-		for (uint32_t j = 0; j < n; j++)
-			dup |= seen[j] == pid;
-		if (pid && pid < 1u << 22 && !dup && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
-			seen[n++] = pid;
+		uint64_t c = atomic_load(&((struct bs_table *)(uintptr_t)t)->waiters[i][k]);
+		if (c && lock_held(lockfd, bs_shtab_waiter_byte(i, k))) {
+			r->procs++;
+			r->waiting += (uint32_t)c;
+		}
 	}
-	return n;
+}
+
+static double wall_of(uint64_t mono, uint64_t now_mono, double now_wall)
+{
+	return now_wall - ((double)now_mono - (double)mono) / 1e9;
 }
 
 /* Slot i as a row, if it is failing or on probation and its address is
  * the one its key says. */
-static int read_row(const struct bs_table *t, unsigned i, uint64_t now, struct row *r)
+static int read_row(const struct bs_table *t, unsigned i, uint64_t now, double wall,
+		    uint64_t forget, int lockfd, struct row *r)
 {
-	uint64_t k = atomic_load(&((struct bs_table *)(uintptr_t)t)->keys[i]);
+	uint64_t k;
+	if (!bs_table_slot_valid((struct bs_table *)(uintptr_t)t, i, &k))
+		return 0;
 	struct bs_entry *e = (struct bs_entry *)(uintptr_t)&t->entries[i];
 	uint64_t s = atomic_load(&e->state);
-	if (!key_is_valid(k) || (!bs_state_failures(s) && !(s & BS_PROBATION)))
+	if (!bs_state_failures(s) && !(s & BS_PROBATION))
 		return 0;
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof ss);
@@ -245,19 +287,33 @@ static int read_row(const struct bs_table *t, unsigned i, uint64_t now, struct r
 	    !bs_addr_format((struct sockaddr *)&ss, len, r->dest, sizeof r->dest))
 		return 0;
 	uint64_t next = bs_state_next_at(s), at = atomic_load(&e->attempt_at);
+	uint64_t quiet = next > at ? next : at;
 	r->failures = bs_state_failures(s);
 	r->probation = (s & BS_PROBATION) != 0;
 	r->last_err = (int)atomic_load(&e->last_err);
+	r->idle = !r->probation && now > quiet && now - quiet > forget;
 	r->next_in = r->probation || next <= now ? 0 : (double)(next - now) / 1e9;
+	r->next_at = r->probation ? 0 : wall_of(next, now, wall);
 	r->last_age = at && at <= now ? (double)(now - at) / 1e9 : -1;
-	r->waiting = atomic_load(&e->waiting);
-	r->procs = waiting_processes(t, i);
+	r->last_at = at && at <= now ? wall_of(at, now, wall) : 0;
+	live_waiters(t, i, lockfd, r);
 	r->attempts = atomic_load(&e->n_attempts);
 	r->fails = atomic_load(&e->n_failures);
 	r->waits = atomic_load(&e->n_waited);
 	r->waited = atomic_load(&e->waited_ms) / 1e3;
 	r->giveups = atomic_load(&e->n_giveups);
 	return 1;
+}
+
+/* Most urgent first: waiters, then the soonest next attempt; idle last. */
+static int by_urgency(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	if (x->idle != y->idle)
+		return x->idle - y->idle;
+	if (!x->procs != !y->procs)
+		return y->procs ? 1 : -1;
+	return x->next_in < y->next_in ? -1 : x->next_in > y->next_in;
 }
 
 static const char *err_name(int e)
@@ -279,6 +335,8 @@ static void print_text(const struct row *r, unsigned n)
 		char next[32], age[32];
 		if (r[i].probation)
 			snprintf(next, sizeof next, "probation");
+		else if (r[i].idle)
+			snprintf(next, sizeof next, "idle");
 		else
 			snprintf(next, sizeof next, "%.1fs", r[i].next_in);
 		if (r[i].last_age < 0)
@@ -291,6 +349,24 @@ static void print_text(const struct row *r, unsigned n)
 	}
 }
 
+/* s as the inside of a JSON string, or of a Prometheus label value: a
+ * backslash, a quote and a newline escaped; other control bytes and
+ * non-ASCII as \u00XX (JSON) or '?' (a label). */
+static void put_escaped(const char *s, int json)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '\\' || c == '"')
+			printf("\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", stdout);
+		else if (c < 0x20 || c > 0x7e)
+			json ? printf("\\u%04x", c) : putchar('?');
+		else
+			putchar(c);
+	}
+}
+
 static void print_json(const struct row *r, unsigned n)
 {
 	putchar('[');
@@ -298,77 +374,202 @@ static void print_json(const struct row *r, unsigned n)
 		char age[32] = "null";
 		if (r[i].last_age >= 0)
 			snprintf(age, sizeof age, "%.3f", r[i].last_age);
-		printf("%s\n  {\"destination\": \"%s\", \"failures\": %u, \"probation\": %s, "
+		printf("%s\n  {\"destination\": \"", i ? "," : "");
+		put_escaped(r[i].dest, 1);
+		printf("\", \"failures\": %u, \"probation\": %s, \"idle\": %s, "
 		       "\"last_error\": \"%s\", \"next_attempt_in\": %.3f, \"waiting_threads\": %u, "
-		       "\"waiting_processes\": %u, \"last_attempt_age\": %s, \"attempts\": %u, \"failed_attempts\": %u, "
-		       "\"waits\": %u, \"seconds_waited\": %.3f, \"give_ups\": %u}",
-		       i ? "," : "", r[i].dest, r[i].failures, r[i].probation ? "true" : "false",
+		       "\"waiting_processes\": %u, \"last_attempt_age\": %s, \"attempts\": %u, "
+		       "\"failed_attempts\": %u, \"waits\": %u, \"seconds_waited\": %.3f, "
+		       "\"give_ups\": %u}",
+		       r[i].failures, r[i].probation ? "true" : "false", r[i].idle ? "true" : "false",
 		       err_name(r[i].last_err), r[i].next_in, r[i].waiting, r[i].procs, age,
-		       r[i].attempts,
-		       r[i].fails, r[i].waits, r[i].waited, r[i].giveups);
+		       r[i].attempts, r[i].fails, r[i].waits, r[i].waited, r[i].giveups);
 	}
 	puts(n ? "\n]" : "]");
 }
 
+struct labels {
+	const char *table, *user;
+};
+
 static void metric(const char *name, const char *type, const char *help, const struct row *r,
-		   unsigned n, size_t field, int is_double)
+		   unsigned n, size_t field, int is_double, const struct labels *lb)
 {
 	printf("# HELP backoffshim_%s %s\n# TYPE backoffshim_%s %s\n", name, help, name, type);
 	for (unsigned i = 0; i < n; i++) {
 		const char *p = (const char *)&r[i] + field;
+		if (is_double && *(const double *)(const void *)p == 0 && strstr(name, "timestamp"))
+			continue; /* (none: on probation, never attempted) */
+		printf("backoffshim_%s{destination=\"", name);
+		put_escaped(r[i].dest, 0);
+		printf("\",table=\"");
+		put_escaped(lb->table, 0);
+		printf("\",user=\"");
+		put_escaped(lb->user, 0);
 		if (is_double)
-			printf("backoffshim_%s{destination=\"%s\"} %.3f\n", name, r[i].dest,
-			       *(const double *)(const void *)p);
+			printf("\"} %.3f\n", *(const double *)(const void *)p);
 		else
-			printf("backoffshim_%s{destination=\"%s\"} %u\n", name, r[i].dest,
-			       *(const uint32_t *)(const void *)p);
+			printf("\"} %u\n", *(const uint32_t *)(const void *)p);
 	}
 }
 
-static void print_prometheus(const struct row *r, unsigned n)
+/* Absolute times, not gauges that change every second; idle destinations
+ * are left out, so that many short-lived ones do not churn labels. */
+static void print_prometheus(const struct row *all, unsigned n, const struct labels *lb)
 {
-	metric("consecutive_failures", "gauge", "Failures since the destination last worked.", r,
-	       n, offsetof(struct row, failures), 0);
-	metric("next_attempt_seconds", "gauge", "Time until the next attempt may go out.", r, n,
-	       offsetof(struct row, next_in), 1);
-	metric("waiting_threads", "gauge", "Threads waiting in a blocking connect now.", r, n,
-	       offsetof(struct row, waiting), 0);
-	metric("waiting_processes", "gauge", "Processes with a thread waiting now.", r, n,
-	       offsetof(struct row, procs), 0);
-	metric("attempts_total", "counter", "Attempts whose outcome was recorded.", r, n,
-	       offsetof(struct row, attempts), 0);
-	metric("failures_total", "counter", "Failed attempts.", r, n,
-	       offsetof(struct row, fails), 0);
-	metric("waits_total", "counter", "Waits between attempts.", r, n,
-	       offsetof(struct row, waits), 0);
-	metric("waited_seconds_total", "counter", "Time spent waiting between attempts.", r, n,
-	       offsetof(struct row, waited), 1);
-	metric("give_ups_total", "counter", "Connects that gave up.", r, n,
-	       offsetof(struct row, giveups), 0);
+	static struct row r[BS_TABLE_SLOTS];
+	unsigned m = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!all[i].idle)
+			r[m++] = all[i];
+	n = m;
+#define M(name, type, help, field, dbl) metric(name, type, help, r, n, offsetof(struct row, field), dbl, lb)
+	M("consecutive_failures", "gauge", "Failures since the destination last worked.", failures, 0);
+	M("next_attempt_timestamp_seconds", "gauge",
+	  "When the next attempt may go out (Unix time).", next_at, 1);
+	M("last_attempt_timestamp_seconds", "gauge", "When the last attempt started (Unix time).",
+	  last_at, 1);
+	M("waiting_threads", "gauge", "Threads of live processes waiting now.", waiting, 0);
+	M("waiting_processes", "gauge", "Live processes with a thread waiting now.", procs, 0);
+	M("attempts_total", "counter", "Attempts whose outcome was recorded.", attempts, 0);
+	M("failures_total", "counter", "Failed attempts.", fails, 0);
+	M("waits_total", "counter", "Waits between attempts.", waits, 0);
+	M("waited_seconds_total", "counter", "Time spent waiting between attempts.", waited, 1);
+	M("give_ups_total", "counter", "Connects that gave up.", giveups, 0);
+#undef M
+}
+
+static int open_lock_file(const struct where *w)
+{
+	char path[128];
+	if (!bs_shtab_lock_path(path, sizeof path, LOCK_DIR, w->key))
+		return -1;
+	return open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+}
+
+/* Slots whose key word is neither empty, free, reserved nor a key that
+ * checks out. */
+static unsigned damaged_slots(struct bs_table *t)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
+		uint64_t w = atomic_load(&t->keys[i]), k;
+		n += w && w != BS_TABLE_FREE && !(w & BS_TABLE_RES) && !bs_table_slot_valid(t, i, &k);
+	}
+	return n;
+}
+
+/* Each table segment of this layout on the host: calls f with its id and
+ * what IPC_STAT said. */
+static void each_table(void (*f)(int id, const struct shmid_ds *ds, void *ctx), void *ctx)
+{
+	struct shm_info info;
+	int max = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&info);
+	for (int idx = 0; idx <= max; idx++) {
+		struct shmid_ds ds;
+		int id = shmctl(idx, SHM_STAT, &ds);
+		if (id < 0 || ds.shm_segsz != BS_SHTAB_SIZE)
+			continue;
+		void *m = shmat(id, NULL, SHM_RDONLY);
+		if (m == (void *)-1)
+			continue;
+		struct bs_shtab_header h;
+		memcpy(&h, m, sizeof h);
+		shmdt(m);
+		enum bs_shtab_verdict v = bs_shtab_check_header(&h);
+		if (v == BS_SHTAB_OK || v == BS_SHTAB_NEW)
+			f(id, &ds, ctx);
+	}
+}
+
+static void name_other(int id, const struct shmid_ds *ds, void *ctx)
+{
+	(void)id;
+	if (ds->shm_perm.uid == *(uid_t *)ctx)
+		return;
+	struct passwd *pw = getpwuid(ds->shm_perm.uid);
+	if (pw)
+		printf("a table of user %s: backoffshim status --user %s\n", pw->pw_name,
+		       pw->pw_name);
+	else
+		printf("a table of uid %u\n", (unsigned)ds->shm_perm.uid);
+}
+
+struct gc {
+	uid_t uid;
+	unsigned removed;
+};
+
+static void remove_unused(int id, const struct shmid_ds *ds, void *ctx)
+{
+	struct gc *g = ctx;
+	if ((g->uid && ds->shm_perm.uid != g->uid) || ds->shm_nattch)
+		return;
+	if (shmctl(id, IPC_RMID, NULL) == 0) {
+		char path[128];
+		if (bs_shtab_lock_path(path, sizeof path, LOCK_DIR, ds->shm_perm.__key))
+			unlink(path);
+		g->removed++;
+	}
 }
 
 int bs_cmd_status(int argc, char **argv)
 {
-	struct opts o = {TEXT, NULL, NULL, 0, NULL};
+	struct opts o = {TEXT, NULL, NULL, 0, 0, NULL};
 	int st = parse(argc, argv, "status", status_usage, &o);
 	if (st >= 0)
 		return st;
-	int absent;
-	struct bs_table *t = map_table(&o, 0, &absent);
-	if (!t && !absent)
+	if (o.gc) {
+		struct gc g = {geteuid(), 0};
+		each_table(remove_unused, &g);
+		printf("removed %u table%s that no process had attached\n", g.removed,
+		       g.removed == 1 ? "" : "s");
+		return 0;
+	}
+	struct where w;
+	int absent, damaged;
+	if (locate(&o, &w))
 		return 1;
+	struct bs_table *t = attach_table(&w, 0, 0, &absent, &damaged);
+	if (!t && (!absent || w.named)) {
+		if (absent)
+			fprintf(stderr, "backoffshim: no table %s%s%s: no process has failed a "
+					"connect with it\n", w.name, o.user ? " of user " : "",
+				o.user ? o.user : "");
+		return damaged ? 3 : 1;
+	}
 	static struct row rows[BS_TABLE_SLOTS];
 	unsigned n = 0;
 	uint64_t now = bs_now();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	double wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	uint64_t forget = bs_policy_longest_wait(&w.cfg.policy);
+	int lockfd = t ? open_lock_file(&w) : -1;
 	for (unsigned i = 0; t && i < BS_TABLE_SLOTS; i++)
-		n += read_row(t, i, now, &rows[n]);
+		n += read_row(t, i, now, wall, forget, lockfd, &rows[n]);
+	if (lockfd >= 0)
+		close(lockfd);
+	qsort(rows, n, sizeof rows[0], by_urgency);
+	char user[64];
+	struct passwd *pw = getpwuid(w.owner);
+	snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "?");
+	struct labels lb = {w.name, user};
 	if (o.format == JSON)
 		print_json(rows, n);
 	else if (o.format == PROMETHEUS)
-		print_prometheus(rows, n);
+		print_prometheus(rows, n, &lb);
 	else
 		print_text(rows, n);
-	return 0;
+	if (o.format == TEXT && geteuid() == 0 && !o.user && !o.table) {
+		uid_t me = 0;
+		each_table(name_other, &me);
+	}
+	unsigned bad = t ? damaged_slots(t) : 0;
+	if (bad)
+		fprintf(stderr, "backoffshim: table %s is damaged: %u entries do not check out; "
+				"backoffshim reset --all rebuilds it\n", w.name, bad);
+	return bad ? 3 : 0;
 }
 
 static void wake_all(struct bs_entry *e)
@@ -377,9 +578,33 @@ static void wake_all(struct bs_entry *e)
 	syscall(SYS_futex, &e->seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
+/* --all: every slot that does not check out emptied, every tag rebuilt. */
+static unsigned rebuild(struct bs_table *t)
+{
+	unsigned fixed = 0;
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
+		uint64_t w = atomic_load(&t->keys[i]), k;
+		if (w && !bs_table_slot_valid(t, i, &k)) {
+			atomic_store(&t->keys[i], 0);
+			atomic_store(&t->meta[i], 0);
+			for (unsigned c = 0; c < BS_TABLE_WAITER_PIDS; c++)
+				atomic_store(&t->waiters[i][c], 0);
+			fixed++;
+		}
+	}
+	for (unsigned b = 0; b < BS_TABLE_BUCKETS; b++) {
+		uint64_t tags = 0, k;
+		for (unsigned w = 0; w < BS_TABLE_WAYS; w++)
+			if (bs_table_slot_valid(t, b * BS_TABLE_WAYS + w, &k))
+				tags |= bs_table_tag(k);
+		atomic_store(&t->tags[b], tags);
+	}
+	return fixed;
+}
+
 int bs_cmd_reset(int argc, char **argv)
 {
-	struct opts o = {TEXT, NULL, NULL, 0, NULL};
+	struct opts o = {TEXT, NULL, NULL, 0, 0, NULL};
 	int st = parse(argc, argv, "reset", reset_usage, &o);
 	if (st >= 0)
 		return st;
@@ -390,8 +615,11 @@ int bs_cmd_reset(int argc, char **argv)
 			return bs_cli_usage("reset", "'%s' is not ADDR:PORT or [V6]:PORT", o.dest);
 		key = bs_addr_key((struct sockaddr *)&d.ss, d.len);
 	}
-	int absent;
-	struct bs_table *t = map_table(&o, 1, &absent);
+	struct where w;
+	int absent, damaged;
+	if (locate(&o, &w))
+		return 1;
+	struct bs_table *t = attach_table(&w, 1, o.all, &absent, &damaged);
 	if (!t) {
 		if (absent)
 			puts("nothing to reset: no process has used the shared table");
@@ -401,14 +629,19 @@ int bs_cmd_reset(int argc, char **argv)
 	uint64_t now = bs_now();
 	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
 		struct row r;
-		uint64_t k = atomic_load(&t->keys[i]);
-		if (!read_row(t, i, now, &r) || (o.dest && k != key))
+		uint64_t k;
+		if (!read_row(t, i, now, 0, UINT64_MAX, -1, &r) || !bs_table_slot_valid(t, i, &k) ||
+		    (o.dest && k != key))
 			continue;
 		wake_all(&t->entries[i]);
 		printf("reset %s (%u failures)\n", r.dest, r.failures);
 		n++;
 	}
-	if (!n)
+	unsigned fixed = o.all ? rebuild(t) : 0;
+	if (fixed || damaged)
+		printf("rebuilt the table: %u damaged entries emptied%s\n", fixed,
+		       damaged ? ", header rewritten" : "");
+	else if (!n)
 		printf("nothing to reset: %s is not backing off\n", o.dest ? o.dest : "no destination");
 	return 0;
 }

@@ -2,6 +2,7 @@
 #include "addr.h"
 #include "mix.h"
 #include "policy.h"
+#include "util.h"
 
 #include <netinet/in.h>
 #include <string.h>
@@ -124,14 +125,10 @@ static void put_s(struct out *o, const char *s)
 
 static void put_u(struct out *o, unsigned v)
 {
-	char t[12];
-	int i = 0;
-	do {
-		t[i++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (i)
-		put_c(o, t[--i]);
+	char t[20];
+	size_t n = bs_u64_digits(t, v);
+	for (size_t i = 0; i < n; i++)
+		put_c(o, t[i]);
 }
 
 static void put_hex16(struct out *o, unsigned v)

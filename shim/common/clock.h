@@ -27,7 +27,6 @@ static inline uint64_t bs_now(void)
  * any of those reasons, EINTR when a signal handler ran. */
 int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline);
 
-/* Wake every waiter on word. */
 void bs_wake(const uint32_t *word);
 
 /* From now on, waits and wakes work across processes (the words live in a

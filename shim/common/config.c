@@ -12,7 +12,8 @@
 #define MAX_FILE (1u << 20)
 #define MAX_LINE (INI_MAX_LINE - 1)
 
-enum kind { K_DUR_POS, K_DUR, K_MULT, K_JITTER, K_UINT32, K_U64, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS, K_FACTOR, K_UP, K_SHARED, K_LOGFMT };
+/* K_MULT: a number from 1 to 100; K_FRACTION: one from 0 to 1. */
+enum kind { K_DUR_POS, K_DUR, K_MULT, K_FRACTION, K_UINT32, K_SEED, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS, K_SHARED, K_LOGFMT };
 
 static const struct key {
 	const char *section, *name, *env;
@@ -23,7 +24,7 @@ static const struct key {
 #define P(n, k, f) {"backoff", #n, "BACKOFFSHIM_" #f, k, offsetof(struct bs_config, policy.n)}
 	P(initial_backoff, K_DUR_POS, INITIAL_BACKOFF),
 	P(multiplier, K_MULT, MULTIPLIER),
-	P(jitter, K_JITTER, JITTER),
+	P(jitter, K_FRACTION, JITTER),
 	P(max_backoff, K_DUR_POS, MAX_BACKOFF),
 	P(min_connect_timeout, K_DUR_POS, MIN_CONNECT_TIMEOUT),
 	B(max_attempts, K_UINT32, MAX_ATTEMPTS),
@@ -34,14 +35,14 @@ static const struct key {
 	{"backoff", "jitter_mode", "BACKOFFSHIM_JITTER_MODE", K_JMODE,
 	 offsetof(struct bs_config, policy.jitter_mode)},
 	{"backoff", "delays", "BACKOFFSHIM_DELAYS", K_DELAYS, offsetof(struct bs_config, policy)},
-	P(up_multiplier, K_UP, UP_MULTIPLIER),
-	P(down_multiplier, K_FACTOR, DOWN_MULTIPLIER),
+	P(up_multiplier, K_MULT, UP_MULTIPLIER),
+	P(down_multiplier, K_FRACTION, DOWN_MULTIPLIER),
 	P(down_threshold, K_UINT32, DOWN_THRESHOLD),
-	P(randomization_factor, K_FACTOR, RANDOMIZATION_FACTOR),
+	P(randomization_factor, K_FRACTION, RANDOMIZATION_FACTOR),
 	P(max_randomization, K_DUR, MAX_RANDOMIZATION),
 	B(nonblocking, K_NBMODE, NONBLOCKING),
 	B(healthy_after, K_DUR, HEALTHY_AFTER),
-	B(seed, K_U64, SEED),
+	B(seed, K_SEED, SEED),
 	B(disable, K_BOOL, DISABLE),
 	B(shared, K_SHARED, SHARED),
 	{"log", "level", "BACKOFFSHIM_LOG", K_LEVEL, offsetof(struct bs_config, log_level)},
@@ -91,71 +92,6 @@ static int fail(const char **why, const char *reason)
 	return -1;
 }
 
-static int apply_duration(char *field, enum kind kind, const char *v, const char **why)
-{
-	uint64_t u;
-	if (bs_parse_duration(v, &u, why))
-		return -1;
-	if (kind == K_DUR_POS && u == 0)
-		return fail(why, "must be greater than 0");
-	memcpy(field, &u, sizeof u);
-	return 0;
-}
-
-/* Why d is out of the range of a number of this kind; NULL if it is not. */
-static const char *number_out_of_range(enum kind kind, double d)
-{
-	if (kind == K_FACTOR && d > 1.0)
-		return "must be between 0 and 1";
-	if ((kind == K_MULT || kind == K_UP) && (d < 1.0 || d > 100.0))
-		return "must be between 1 and 100";
-	if (kind == K_JITTER && d > 1.0)
-		return "must be between 0 and 1";
-	return NULL;
-}
-
-static int apply_number(char *field, enum kind kind, const char *v, const char **why)
-{
-	double d;
-	if (bs_parse_number(v, &d, why))
-		return -1;
-	const char *range = number_out_of_range(kind, d);
-	if (range)
-		return fail(why, range);
-	memcpy(field, &d, sizeof d);
-	return 0;
-}
-
-static int apply_uint32(char *field, const char *v, const char **why)
-{
-	uint64_t u;
-	if (bs_parse_uint(v, 1000000000u, &u, why))
-		return -1;
-	*(uint32_t *)(void *)field = (uint32_t)u;
-	return 0;
-}
-
-static int apply_u64(struct bs_config *c, const struct key *k, const char *v,
-		     const char **why)
-{
-	uint64_t u;
-	if (bs_parse_uint(v, UINT64_MAX, &u, why))
-		return -1;
-	memcpy((char *)c + k->off, &u, sizeof u);
-	if (k->off == offsetof(struct bs_config, seed))
-		c->seed_set = 1;
-	return 0;
-}
-
-static int apply_bool(char *field, const char *v, const char **why)
-{
-	int b;
-	if (bs_parse_bool(v, &b, why))
-		return -1;
-	*(int *)(void *)field = b;
-	return 0;
-}
-
 static int apply_path(struct bs_config *c, char *field, const char *v, const char **why)
 {
 	if (!*v)
@@ -166,28 +102,48 @@ static int apply_path(struct bs_config *c, char *field, const char *v, const cha
 	return 0;
 }
 
+/* Each parser writes its result only if the value is good. */
 static int apply(struct bs_config *c, const struct key *k, const char *v,
 		 const char **why)
 {
 	char *field = (char *)c + k->off;
 	int *int_field = (int *)(void *)field;
+	uint64_t *u64_field = (uint64_t *)(void *)field, u;
+	double d;
 	switch (k->kind) {
 	case K_DUR_POS:
+		if (bs_parse_duration(v, &u, why))
+			return -1;
+		if (u == 0)
+			return fail(why, "must be greater than 0");
+		*u64_field = u;
+		return 0;
 	case K_DUR:
-		return apply_duration(field, k->kind, v, why);
+		return bs_parse_duration(v, u64_field, why);
 	case K_MULT:
-	case K_JITTER:
-	case K_UP:
-	case K_FACTOR:
-		return apply_number(field, k->kind, v, why);
+	case K_FRACTION:
+		if (bs_parse_number(v, &d, why))
+			return -1;
+		if (k->kind == K_FRACTION && d > 1.0)
+			return fail(why, "must be between 0 and 1");
+		if (k->kind == K_MULT && (d < 1.0 || d > 100.0))
+			return fail(why, "must be between 1 and 100");
+		*(double *)(void *)field = d;
+		return 0;
 	case K_UINT32:
-		return apply_uint32(field, v, why);
-	case K_U64:
-		return apply_u64(c, k, v, why);
+		if (bs_parse_uint(v, 1000000000u, &u, why))
+			return -1;
+		*(uint32_t *)(void *)field = (uint32_t)u;
+		return 0;
+	case K_SEED:
+		if (bs_parse_uint(v, UINT64_MAX, u64_field, why))
+			return -1;
+		c->seed_set = 1;
+		return 0;
 	case K_ERRS:
-		return bs_parse_errlist(v, (uint64_t *)(void *)field, why);
+		return bs_parse_errlist(v, u64_field, why);
 	case K_BOOL:
-		return apply_bool(field, v, why);
+		return bs_parse_bool(v, int_field, why);
 	case K_LEVEL:
 		return bs_parse_level(v, int_field, why);
 	case K_NBMODE:
@@ -208,6 +164,12 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		return apply_path(c, field, v, why);
 	}
 	return fail(why, "internal error");
+}
+
+/* Is section one of the INI file's own ([backoff], [log])? */
+static int section_known(const char *section)
+{
+	return !strcasecmp(section, "backoff") || !strcasecmp(section, "log");
 }
 
 /* Why key is not one of section's: it belongs in another section, or it
@@ -234,7 +196,7 @@ int bs_config_set(struct bs_config *c, const char *section, const char *key,
 		}
 		return apply(c, k, value, why);
 	}
-	if (section && *section && !bs_config_section_known(section))
+	if (section && *section && !section_known(section))
 		*why = BS_UNKNOWN_SECTION; /* (a key before any header has section "") */
 	else
 		*why = section ? misplaced(key) : "unknown key";
@@ -244,11 +206,6 @@ int bs_config_set(struct bs_config *c, const char *section, const char *key,
 int bs_config_section_problem(const char *why)
 {
 	return !strcmp(why, BS_UNKNOWN_SECTION) || !strcmp(why, BS_DEST_WITHOUT_SPEC);
-}
-
-int bs_config_section_known(const char *section)
-{
-	return !strcasecmp(section, "backoff") || !strcasecmp(section, "log");
 }
 
 /* --- INI text: a line reader that counts lines and screens syntax --- */
@@ -312,7 +269,7 @@ static void screen_section(struct ini_ctx *x, const char *s)
 		return;
 	}
 	header_name(s, name);
-	if (bs_config_section_known(name))
+	if (section_known(name))
 		return;
 	x->skip = 1;
 	x->report(x->rctx, x->origin, x->line, NULL, NULL,

@@ -90,9 +90,8 @@ void bs_config_check(const struct bs_config *c, const char *origin,
 const struct bs_config *bs_config_for(const struct bs_config *c, const struct sockaddr *addr,
 				      socklen_t len, bs_name_has_fn name_has, void *ctx);
 
-/* What happens to non-blocking sockets. */
-/* auto: defer in a client, pace in a server (a process that listens);
- * shim/lib decides which (bs_nb_mode). */
+/* What happens to non-blocking sockets. auto: defer in a client, pace in a
+ * server (a process that listens); shim/lib decides which (bs_nb_mode). */
 enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2, BS_NB_DEFER = 3, BS_NB_AUTO = 4 };
 
 /* Looks up a variable; the shim passes secure_getenv, tests pass a fake.
@@ -116,8 +115,6 @@ void bs_config_defaults(struct bs_config *c);
 int bs_config_set(struct bs_config *c, const char *section, const char *key,
 		  const char *value, const char **why);
 
-/* Is section one of the INI file's own ([backoff], [log])? */
-int bs_config_section_known(const char *section);
 #define BS_UNKNOWN_SECTION "unknown section (expected [backoff], [log] or [dest SPEC])"
 #define BS_DEST_WITHOUT_SPEC "a [dest SPEC] section needs its SPEC after one space"
 /* Is why one of the two problems above, whose whole section is ignored? */

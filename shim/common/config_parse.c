@@ -9,6 +9,12 @@
 
 #define MAX_DURATION (30ull * 24 * 3600 * BS_NS_PER_SEC) /* 30 days */
 
+static int fail(const char **why, const char *reason)
+{
+	*why = reason;
+	return -1;
+}
+
 static const char *skip_ws(const char *s)
 {
 	while (*s == ' ' || *s == '\t')
@@ -22,18 +28,22 @@ static int only_ws(const char *s)
 	return *skip_ws(s) == '\0';
 }
 
-/* Decimal "123" or "1.25": the integer part (below 1e18) and up to 9
- * fraction digits scaled by 1e9. Sets *end past the digits. */
+/* Decimal "123" or "1.25", after blanks and an optional '+' (a '-' is
+ * refused): the integer part (below 1e18) and up to 9 fraction digits
+ * scaled by 1e9. Sets *end past the digits. */
 static int parse_fixed9(const char *s, uint64_t *ipart, uint64_t *frac9,
 			const char **end, const char **why)
 {
 	uint64_t ip = 0, fp = 0;
 	int nd = 0, nf = 0;
+	s = skip_ws(s);
+	if (*s == '-')
+		return fail(why, "must not be negative");
+	if (*s == '+')
+		s++;
 	while (*s >= '0' && *s <= '9') {
-		if (ip >= 100000000000000000ull) { /* keeps ip * 10 + 9 below 1e18 */
-			*why = "too large";
-			return -1;
-		}
+		if (ip >= 100000000000000000ull) /* keeps ip * 10 + 9 below 1e18 */
+			return fail(why, "too large");
 		ip = ip * 10 + (uint64_t)(*s++ - '0');
 		nd++;
 	}
@@ -48,10 +58,8 @@ static int parse_fixed9(const char *s, uint64_t *ipart, uint64_t *frac9,
 			nd++;
 		}
 	}
-	if (nd == 0) {
-		*why = "not a number";
-		return -1;
-	}
+	if (nd == 0)
+		return fail(why, "not a number");
 	for (int i = nf; i < 9; i++)
 		fp *= 10;
 	*ipart = ip;
@@ -95,13 +103,6 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 	};
 	uint64_t ip, fp;
 	const char *end;
-	s = skip_ws(s);
-	if (*s == '-') {
-		*why = "must not be negative";
-		return -1;
-	}
-	if (*s == '+')
-		s++;
 	if (parse_fixed9(s, &ip, &fp, &end, why))
 		return -1;
 	end = skip_ws(end);
@@ -114,24 +115,19 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 		for (i = 0; i < BS_ARRAY_SIZE(units); i++)
 			if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
 				break;
-		if (i == BS_ARRAY_SIZE(units)) {
-			*why = NAMING("unknown unit '", end, ulen, "' (use ns, us, ms, s, m, h or d)");
-			return -1;
-		}
+		if (i == BS_ARRAY_SIZE(units))
+			return fail(why, NAMING("unknown unit '", end, ulen,
+						"' (use ns, us, ms, s, m, h or d)"));
 		mul = units[i].ns;
 	}
-	if (!only_ws(end + ulen)) {
-		*why = "not a duration (e.g. 250ms, 1.5s, 2m)";
-		return -1;
-	}
+	if (!only_ws(end + ulen))
+		return fail(why, "not a duration (e.g. 250ms, 1.5s, 2m)");
 	/* ip * mul + fp * mul / 1e9 ns; every mul divides or is a multiple of
 	 * 1e9. Bound before multiplying. */
 	uint64_t f = mul >= BS_NS_PER_SEC ? fp * (mul / BS_NS_PER_SEC)
 					  : fp / (BS_NS_PER_SEC / mul);
-	if (ip > MAX_DURATION / mul || ip * mul + f > MAX_DURATION) {
-		*why = "too large (at most 30 days)";
-		return -1;
-	}
+	if (ip > MAX_DURATION / mul || ip * mul + f > MAX_DURATION)
+		return fail(why, "too large (at most 30 days)");
 	*ns = ip * mul + f;
 	return 0;
 }
@@ -140,19 +136,10 @@ int bs_parse_number(const char *s, double *out, const char **why)
 {
 	uint64_t ip, fp;
 	const char *end;
-	s = skip_ws(s);
-	if (*s == '-') {
-		*why = "must not be negative";
-		return -1;
-	}
-	if (*s == '+')
-		s++;
 	if (parse_fixed9(s, &ip, &fp, &end, why))
 		return -1;
-	if (!only_ws(end)) {
-		*why = "not a number";
-		return -1;
-	}
+	if (!only_ws(end))
+		return fail(why, "not a number");
 	*out = (double)ip + (double)fp / 1e9;
 	return 0;
 }
@@ -162,63 +149,19 @@ int bs_parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why)
 	uint64_t v = 0;
 	int nd = 0;
 	s = skip_ws(s);
-	if (*s == '-') {
-		*why = "must not be negative";
-		return -1;
-	}
+	if (*s == '-')
+		return fail(why, "must not be negative");
 	while (*s >= '0' && *s <= '9') {
 		unsigned d = (unsigned)(*s++ - '0');
-		if (v > (max - d) / 10) {
-			*why = "too large";
-			return -1;
-		}
+		if (v > (max - d) / 10)
+			return fail(why, "too large");
 		v = v * 10 + d;
 		nd++;
 	}
-	if (nd == 0 || !only_ws(s)) {
-		*why = "not a whole number";
-		return -1;
-	}
+	if (nd == 0 || !only_ws(s))
+		return fail(why, "not a whole number");
 	*out = v;
 	return 0;
-}
-
-static int word_is(const char *s, size_t n, const char *w)
-{
-	if (strlen(w) != n)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c - 'A' + 'a');
-		if (c != w[i])
-			return 0;
-	}
-	return 1;
-}
-
-int bs_parse_bool(const char *s, int *out, const char **why)
-{
-	static const char *yes[] = {"1", "on", "true", "yes"};
-	static const char *no[] = {"0", "off", "false", "no"};
-	s = skip_ws(s);
-	size_t n = 0;
-	while (s[n] && s[n] != ' ' && s[n] != '\t')
-		n++;
-	if (only_ws(s + n)) {
-		for (int i = 0; i < 4; i++) {
-			if (word_is(s, n, yes[i])) {
-				*out = 1;
-				return 0;
-			}
-			if (word_is(s, n, no[i])) {
-				*out = 0;
-				return 0;
-			}
-		}
-	}
-	*why = "not on/off (or true/false, yes/no, 1/0)";
-	return -1;
 }
 
 int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **why)
@@ -234,18 +177,15 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 		while (s[n] && s[n] != ' ' && s[n] != '\t' && s[n] != ',')
 			n++;
 		int e = bs_errno_from_name(s, n);
-		if (e <= 0 || e >= 64 * BS_ERRSET_WORDS) {
-			*why = NAMING("unknown errno name '", s, n, "' (use names like ECONNREFUSED)");
-			return -1;
-		}
+		if (e <= 0 || e >= 64 * BS_ERRSET_WORDS)
+			return fail(why, NAMING("unknown errno name '", s, n,
+						"' (use names like ECONNREFUSED)"));
 		tmp[e / 64] |= 1ull << (e % 64);
 		any = 1;
 		s += n;
 	}
-	if (!any) {
-		*why = "empty list";
-		return -1;
-	}
+	if (!any)
+		return fail(why, "empty list");
 	memcpy(set, tmp, sizeof tmp);
 	return 0;
 }
@@ -265,44 +205,58 @@ const char *bs_name_of(const struct bs_names *t, int v)
 	return v >= 0 && v < t->n ? t->name[v] : "?";
 }
 
-/* One word out of t (case-insensitive); *out is its index. */
-static int parse_word(const char *s, const struct bs_names *t, int *out)
+/* One word out of t (case-insensitive); *out is its index. Else *why is
+ * `expected`. */
+static int parse_word(const char *s, const struct bs_names *t, int *out, const char **why,
+		      const char *expected)
 {
-	while (*s == ' ' || *s == '\t')
-		s++;
+	s = skip_ws(s);
 	size_t n = strcspn(s, " \t");
 	for (int i = 0; i < t->n; i++) {
-		if (strlen(t->name[i]) == n && strncasecmp(s, t->name[i], n) == 0 &&
-		    s[n + strspn(s + n, " \t")] == '\0') {
+		if (strlen(t->name[i]) == n && strncasecmp(s, t->name[i], n) == 0 && only_ws(s + n)) {
 			*out = i;
 			return 0;
 		}
 	}
-	return -1;
+	return fail(why, expected);
+}
+
+int bs_parse_bool(const char *s, int *out, const char **why)
+{
+	static const char *const words[] = {"0", "off", "false", "no", "1", "on", "true", "yes"};
+	static const struct bs_names bools = {words, (int)BS_ARRAY_SIZE(words)};
+	int i;
+	if (parse_word(s, &bools, &i, why, "not on/off (or true/false, yes/no, 1/0)"))
+		return -1;
+	*out = i >= 4;
+	return 0;
 }
 
 int bs_parse_level(const char *s, int *out, const char **why)
 {
-	if (parse_word(s, &bs_level_names, out) == 0)
-		return 0;
-	*why = "not one of off, error, info, debug";
-	return -1;
+	return parse_word(s, &bs_level_names, out, why, "not one of off, error, info, debug");
 }
 
 int bs_parse_policy(const char *s, int *out, const char **why)
 {
-	if (parse_word(s, &bs_policy_names, out) == 0)
-		return 0;
-	*why = "not one of grpc, list, exponential, responsive, off";
-	return -1;
+	return parse_word(s, &bs_policy_names, out, why,
+			  "not one of grpc, list, exponential, responsive, off");
 }
 
 int bs_parse_jmode(const char *s, int *out, const char **why)
 {
-	if (parse_word(s, &bs_jmode_names, out) == 0)
-		return 0;
-	*why = "not one of proportional, full, equal, decorrelated";
-	return -1;
+	return parse_word(s, &bs_jmode_names, out, why,
+			  "not one of proportional, full, equal, decorrelated");
+}
+
+int bs_parse_nbmode(const char *s, int *out, const char **why)
+{
+	return parse_word(s, &bs_nbmode_names, out, why, "not one of auto, defer, pace, retry, off");
+}
+
+int bs_parse_logfmt(const char *s, int *out, const char **why)
+{
+	return parse_word(s, &bs_logfmt_names, out, why, "not one of text, json");
 }
 
 /* "0, 10ms, 100ms, 3s": up to BS_DELAYS_MAX durations, comma separated.
@@ -314,51 +268,26 @@ int bs_parse_delays(const char *s, struct bs_policy *p, const char **why)
 	char item[64];
 	while (*s) {
 		size_t len = strcspn(s, ",");
-		if (n == BS_DELAYS_MAX) {
-			*why = "more than 32 delays";
-			return -1;
-		}
-		if (len >= sizeof item) {
-			*why = "delay too long";
-			return -1;
-		}
+		if (n == BS_DELAYS_MAX)
+			return fail(why, "more than 32 delays");
+		if (len >= sizeof item)
+			return fail(why, "delay too long");
 		memcpy(item, s, len);
 		item[len] = '\0';
 		if (bs_parse_duration(item, &d[n], why)) {
 			const char *t = item + strspn(item, " \t");
 			char mid[120];
 			snprintf(mid, sizeof mid, "': %s", *why);
-			*why = NAMING("delay '", t, strlen(t), mid);
-			return -1;
+			return fail(why, NAMING("delay '", t, strlen(t), mid));
 		}
 		n++;
 		s += len + (s[len] == ',');
 	}
-	if (!n) {
-		*why = "empty list";
-		return -1;
-	}
-	if (d[n - 1] == 0) {
-		*why = "the last delay repeats, so it cannot be 0";
-		return -1;
-	}
+	if (!n)
+		return fail(why, "empty list");
+	if (d[n - 1] == 0)
+		return fail(why, "the last delay repeats, so it cannot be 0");
 	memcpy(p->delays, d, n * sizeof d[0]);
 	p->ndelays = n;
 	return 0;
-}
-
-int bs_parse_nbmode(const char *s, int *out, const char **why)
-{
-	if (parse_word(s, &bs_nbmode_names, out) == 0)
-		return 0;
-	*why = "not one of auto, defer, pace, retry, off";
-	return -1;
-}
-
-int bs_parse_logfmt(const char *s, int *out, const char **why)
-{
-	if (parse_word(s, &bs_logfmt_names, out) == 0)
-		return 0;
-	*why = "not one of text, json";
-	return -1;
 }

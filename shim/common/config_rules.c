@@ -184,15 +184,14 @@ void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 		bs_line_str(l, ":");
 		bs_line_u64(l, line);
 	}
-	if (key && !value) { /* a problem of the settings as a whole */
+	if (key) {
 		bs_line_str(l, ": ");
 		put_printable(l, key, 40);
-		bs_line_str(l, ": ");
-		bs_line_str(l, why);
-		return;
-	} else if (key) {
-		bs_line_str(l, ": ");
-		put_printable(l, key, 40);
+		if (!value) { /* a problem of the settings as a whole */
+			bs_line_str(l, ": ");
+			bs_line_str(l, why);
+			return;
+		}
 		bs_line_str(l, " = ");
 	} else if (value && line) { /* a [dest ...] section header */
 		bs_line_str(l, ": [dest ");

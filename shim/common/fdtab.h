@@ -301,7 +301,6 @@ void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi);
 void bs_fd_ep_added(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data);
 void bs_fd_ep_modified(struct bs_fdtab *t, int epfd, int fd, uint32_t events, uint64_t data);
 void bs_fd_ep_deleted(struct bs_fdtab *t, int epfd, int fd);
-/* Is fd's recorded registration in epfd's set? */
 int bs_fd_ep_in(struct bs_fdtab *t, int epfd, int fd);
 /* epfd was closed: every registration naming it is forgotten. */
 void bs_fd_ep_forget_set(struct bs_fdtab *t, int epfd);

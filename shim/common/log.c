@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "errname.h"
+#include "util.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -104,7 +105,10 @@ void bs_log_setup(enum bs_level level, int fd)
 	g_level = level;
 	g_opener = 0;
 	record(&g_err, 2);
-	record(&g_out, fd >= 0 ? fd : 2);
+	if (fd >= 0)
+		record(&g_out, fd);
+	else
+		g_out = g_err; /* (one fstat: start-up makes few system calls) */
 	g_errt = fd >= 0 ? &g_err : &g_out; /* one target, one dropped count */
 	errno = saved;
 }
@@ -165,23 +169,12 @@ void bs_line_str(struct bs_line *l, const char *s)
 		put_byte(l, (unsigned char)*s++);
 }
 
-/* Digits into t (reversed); returns how many. */
-static size_t digits(char t[24], uint64_t v)
-{
-	size_t i = 0;
-	do {
-		t[i++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	return i;
-}
-
 void bs_line_u64(struct bs_line *l, uint64_t v)
 {
-	char t[24];
-	size_t i = digits(t, v);
-	while (i && l->n < BS_LINE_MAX - 1)
-		l->buf[l->n++] = t[--i];
+	char t[20];
+	size_t n = bs_u64_digits(t, v);
+	for (size_t i = 0; i < n && l->n < BS_LINE_MAX - 1; i++)
+		l->buf[l->n++] = t[i];
 }
 
 void bs_line_dur(struct bs_line *l, uint64_t ns)
@@ -252,12 +245,12 @@ static void out_str(struct out *o, const char *s)
 
 static void out_u64(struct out *o, uint64_t v, int width)
 {
-	char t[24];
-	size_t i = digits(t, v);
-	for (; width > (int)i; width--)
+	char t[20];
+	size_t n = bs_u64_digits(t, v);
+	for (; width > (int)n; width--)
 		out_str(o, "0");
-	while (i && o->n < OUT_MAX - 64)
-		o->buf[o->n++] = t[--i];
+	for (size_t i = 0; i < n && o->n < OUT_MAX - 64; i++)
+		o->buf[o->n++] = t[i];
 }
 
 /* now as 2026-11-24T16:30:35.123Z (UTC; the civil date from the day count) */
@@ -395,20 +388,13 @@ static long guarded_write(int fd, enum kind kind, const char *buf, size_t n)
 static long put(int fd, enum kind kind, const char *buf, size_t n)
 {
 	long r;
-	switch (kind) {
-	case K_SOCK:
-		do
-			r = syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
-		while (r < 0 && errno == EINTR);
-		return r;
-	case K_REG:
-		do
-			r = syscall(SYS_write, fd, buf, n);
-		while (r < 0 && errno == EINTR);
-		return r;
-	default:
+	if (kind != K_SOCK && kind != K_REG)
 		return guarded_write(fd, kind, buf, n);
-	}
+	do
+		r = kind == K_SOCK ? syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0)
+				   : syscall(SYS_write, fd, buf, n);
+	while (r < 0 && errno == EINTR);
+	return r;
 }
 
 /* The rendered line o, with the count of lines dropped before it (in the

@@ -175,11 +175,6 @@ static uint64_t range_ns(double v)
 	return !(v > 0.0) ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 }
 
-static uint64_t range_scale(uint64_t b, double f)
-{
-	return range_ns((double)b * f);
-}
-
 /* The list policy: the failures-th wait of the list (its last once past
  * the end), jittered x[0.5, 1.5]. */
 static void list_range(const struct bs_policy *p, uint32_t failures, uint64_t *lo,
@@ -223,8 +218,8 @@ static void proportional_range(const struct bs_policy *p, uint32_t failures, uin
 		*lo = *hi = b;
 		return;
 	}
-	*lo = range_scale(b, 1.0 - j);
-	*hi = range_scale(b, 1.0 + j);
+	*lo = range_ns((double)b * (1.0 - j));
+	*hi = range_ns((double)b * (1.0 + j));
 }
 
 /* The gRPC policy: its backoff after failures, jittered by jitter_mode. */
@@ -274,8 +269,8 @@ void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t
 	unfloored_range(p, failures, prev, lo, hi);
 	if (p->kind == BS_POLICY_OFF || (p->kind == BS_POLICY_LIST && *hi == 0))
 		return; /* no wait, or a list's explicit 0 */
-	*lo = *lo < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *lo;
-	*hi = *hi < BS_RETRY_FLOOR ? BS_RETRY_FLOOR : *hi;
+	*lo = floored(*lo);
+	*hi = floored(*hi);
 }
 
 uint64_t bs_policy_longest_wait(const struct bs_policy *p)

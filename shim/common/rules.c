@@ -29,29 +29,16 @@ static uint64_t path_hash(const char *path, unsigned len)
 	return hash(path, len, 0); /* paths are not */
 }
 
-static int parse_port(const char *s, unsigned *port)
-{
-	unsigned v = 0;
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || (v = v * 10 + (unsigned)(*s - '0')) > 65535)
-			return -1;
-	}
-	*port = v;
-	return v ? 0 : -1;
-}
-
-/* A prefix length: digits, 0 allowed. */
-static int parse_plen(const char *s, unsigned *len)
+/* Digits alone, at most max: a port (1-65535) or a prefix length. */
+static int parse_digits(const char *s, unsigned max, unsigned *out)
 {
 	unsigned v = 0;
 	if (!*s)
 		return -1;
 	for (; *s; s++)
-		if (*s < '0' || *s > '9' || (v = v * 10 + (unsigned)(*s - '0')) > 128)
+		if (*s < '0' || *s > '9' || (v = v * 10 + (unsigned)(*s - '0')) > max)
 			return -1;
-	*len = v;
+	*out = v;
 	return 0;
 }
 
@@ -117,7 +104,7 @@ static int parse_prefix(const char *host, const char *len_text, struct bs_spec *
 {
 	unsigned len = 0;
 	int mapped = parse_addr(host, s);
-	if (mapped < 0 || parse_plen(len_text, &len) || (mapped && len < 96) ||
+	if (mapped < 0 || parse_digits(len_text, 128, &len) || (mapped && len < 96) ||
 	    (len -= mapped ? 96 : 0) > (s->family == AF_INET ? 32u : 128u))
 		return *why = "bad prefix (e.g. 10.0.0.0/8)", -1;
 	s->kind = BS_SPEC_PREFIX;
@@ -180,7 +167,7 @@ int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
 	}
 	if (split_host_port(buf, &host, &port, why))
 		return -1;
-	if (port && parse_port(port, &s->port))
+	if (port && (parse_digits(port, 65535, &s->port) || !s->port))
 		return *why = "bad port (1-65535)", -1;
 	return parse_host(host, s, why);
 }

@@ -1,8 +1,9 @@
 /* shtab: see shtab.h. */
 #include "shtab.h"
+#include "mix.h"
+#include "util.h"
 
 #include <string.h>
-#include <sys/stat.h>
 
 void bs_shtab_header_init(struct bs_shtab_header *h)
 {
@@ -26,18 +27,20 @@ static int header_matches(const struct bs_shtab_header *h)
 	       h->table_offset == want.table_offset && h->table_size == want.table_size;
 }
 
-enum bs_shtab_verdict bs_shtab_check(const struct bs_shtab_stat *st,
-				     const struct bs_shtab_header *h, uid_t euid,
-				     int explicit_path)
+enum bs_shtab_verdict bs_shtab_check_segment(const struct bs_shtab_stat *st, uid_t euid)
 {
-	if (!st->is_regular)
-		return BS_SHTAB_NOT_REGULAR;
-	if (!explicit_path && st->owner != euid)
+	if (st->owner != euid || st->creator != euid)
 		return BS_SHTAB_OTHER_OWNER;
-	if ((st->mode & S_IWOTH) || (!explicit_path && (st->mode & S_IWGRP)))
-		return BS_SHTAB_WRITABLE_BY_OTHERS;
-	if (st->size != BS_SHTAB_SIZE)
-		return BS_SHTAB_WRONG_SIZE;
+	if ((st->mode & 0777) != 0600)
+		return BS_SHTAB_OPEN_TO_OTHERS;
+	return st->size == BS_SHTAB_SIZE ? BS_SHTAB_OK : BS_SHTAB_WRONG_SIZE;
+}
+
+enum bs_shtab_verdict bs_shtab_check_header(const struct bs_shtab_header *h)
+{
+	static const struct bs_shtab_header zero;
+	if (!memcmp(h, &zero, sizeof zero))
+		return BS_SHTAB_NEW;
 	if (h->magic != BS_SHTAB_MAGIC)
 		return BS_SHTAB_BAD_HEADER;
 	if (h->layout != BS_SHTAB_LAYOUT)
@@ -49,44 +52,42 @@ const char *bs_shtab_verdict_text(enum bs_shtab_verdict v)
 {
 	switch (v) {
 	case BS_SHTAB_OK: return "usable";
-	case BS_SHTAB_NOT_REGULAR: return "not a regular file";
+	case BS_SHTAB_NEW: return "new";
 	case BS_SHTAB_OTHER_OWNER: return "owned by another user";
-	case BS_SHTAB_WRITABLE_BY_OTHERS: return "writable by other users";
+	case BS_SHTAB_OPEN_TO_OTHERS: return "open to other users (mode is not 0600)";
 	case BS_SHTAB_WRONG_SIZE: return "of the wrong size";
-	case BS_SHTAB_BAD_HEADER: return "not a backoffshim table (bad header)";
+	case BS_SHTAB_BAD_HEADER: return "damaged (bad header)";
 	case BS_SHTAB_OTHER_LAYOUT: return "a table of another layout version";
 	}
 	return "unusable";
 }
 
-/* decimal digits of v into p; returns the count */
-static size_t put_u64(char *p, uint64_t v)
+int bs_shtab_key(uid_t uid, uint64_t netns, const char *name)
 {
-	char tmp[20];
-	size_t n = 0;
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	for (size_t i = 0; i < n; i++)
-		p[i] = tmp[n - 1 - i];
-	return n;
+	uint64_t h = bs_mix64(BS_SHTAB_MAGIC ^ BS_SHTAB_LAYOUT);
+	h = bs_mix64(h ^ (uint64_t)uid);
+	h = bs_mix64(h ^ netns);
+	for (const char *c = name; *c; c++)
+		h = bs_mix64(h ^ (unsigned char)*c);
+	int key = (int)(h & 0x7fffffff);
+	return key ? key : 1;
 }
 
-size_t bs_shtab_user_path(char *out, size_t n, const char *dir, uid_t uid, uint64_t netns)
+size_t bs_shtab_lock_path(char *out, size_t n, const char *dir, int key)
 {
 	char buf[512];
 	size_t len = strlen(dir);
-	if (len + 80 > sizeof buf)
+	if (len + 64 > sizeof buf)
 		return 0;
 	memcpy(buf, dir, len);
-	const char *parts[] = {"/backoffshim-v", "-u", "-n"};
-	uint64_t vals[] = {BS_SHTAB_LAYOUT, (uint64_t)uid, netns};
-	for (int i = 0; i < 3; i++) {
-		size_t pl = strlen(parts[i]);
-		memcpy(buf + len, parts[i], pl);
-		len += pl;
-		len += put_u64(buf + len, vals[i]);
-	}
+	memcpy(buf + len, "/backoffshim-v", 14);
+	len += 14;
+	len += bs_u64_digits(buf + len, BS_SHTAB_LAYOUT);
+	memcpy(buf + len, "-k", 2);
+	len += 2;
+	len += bs_u64_digits(buf + len, (uint64_t)(unsigned)key);
+	memcpy(buf + len, ".lock", 5);
+	len += 5;
 	if (len + 1 > n)
 		return 0;
 	memcpy(out, buf, len);

@@ -1,13 +1,18 @@
 /*
- * shtab: the layout of the shared table file, and the checks a process
- * makes before it trusts one.
+ * shtab: the layout of the shared table, where it lives, and the checks a
+ * process makes before it trusts one.
  *
- * Promise: pure functions (no I/O: the caller passes what fstat and the
- * file's first bytes said). A file is used only if every check passes; any
- * failure names one reason, which the caller logs once before it falls
- * back to a private table. The table itself follows the header at a fixed,
- * page-aligned offset; its layout version is in the header and in the
- * file name, so an upgrade never opens an old table.
+ * Promise: pure functions (no I/O: the caller passes what IPC_STAT and the
+ * segment's first bytes said). The table lives in a System V shared-memory
+ * segment: unlike a file, nobody can truncate it under a process that has
+ * it attached (a truncated mapping is SIGBUS in every process using it),
+ * and a removed one stays attached until its last user detaches. A segment
+ * is used only if its owner and creator are this user, its mode is 0600 and
+ * its size and header are this layout's: no other user can have written
+ * it, and no group can share it. Any failure names one reason, which the
+ * caller reports (a debug line when someone else's segment holds the key)
+ * before it keeps its private table. The layout version is in the header
+ * and in the key, so an upgrade never attaches an old table.
  */
 #ifndef BS_SHTAB_H
 #define BS_SHTAB_H
@@ -19,8 +24,8 @@
 #include "table.h"
 
 #define BS_SHTAB_MAGIC 0x62736869667473ull /* "bshifts" */
-#define BS_SHTAB_LAYOUT 2u /* 2: IPv4 keys hold port and address in memory
-			    * order, and a key's home slot is a Fibonacci hash */
+#define BS_SHTAB_LAYOUT 3u /* 3: a System V segment; buckets of one cache
+			    * line, a check word per slot */
 #define BS_SHTAB_OFFSET 4096u /* the table starts here */
 #define BS_SHTAB_SIZE (BS_SHTAB_OFFSET + sizeof(struct bs_table))
 
@@ -35,42 +40,55 @@ struct bs_shtab_header {
 	uint64_t table_size;
 };
 
-/* What fstat said of an opened file. */
+/* What IPC_STAT said of a segment. */
 struct bs_shtab_stat {
-	int is_regular;
-	uid_t owner;
+	uid_t owner, creator;
 	mode_t mode;
 	uint64_t size;
 };
 
 enum bs_shtab_verdict {
 	BS_SHTAB_OK = 0,
-	BS_SHTAB_NOT_REGULAR,
+	BS_SHTAB_NEW,         /* all zero: just created; the header is written next */
 	BS_SHTAB_OTHER_OWNER,
-	BS_SHTAB_WRITABLE_BY_OTHERS,
+	BS_SHTAB_OPEN_TO_OTHERS,
 	BS_SHTAB_WRONG_SIZE,
 	BS_SHTAB_BAD_HEADER,
 	BS_SHTAB_OTHER_LAYOUT,
 };
 
-/* The header a new file gets. */
+/* The header a new table gets. */
 void bs_shtab_header_init(struct bs_shtab_header *h);
 
-/* May a process with effective uid `euid` use this file? `explicit_path`:
- * the operator named the file (BACKOFFSHIM_SHARED=/path): then its owner
- * and group bits are the operator's choice, and only "writable by others"
- * (o+w) is refused; the per-user default must be the user's own, mode
- * 0600. */
-enum bs_shtab_verdict bs_shtab_check(const struct bs_shtab_stat *st,
-				     const struct bs_shtab_header *h, uid_t euid,
-				     int explicit_path);
+/* May a process with effective uid `euid` attach this segment? */
+enum bs_shtab_verdict bs_shtab_check_segment(const struct bs_shtab_stat *st, uid_t euid);
+/* Is this the header of a table of this layout (or a new, all-zero one)? */
+enum bs_shtab_verdict bs_shtab_check_header(const struct bs_shtab_header *h);
 
 /* A short phrase for a verdict ("owned by another user"...). */
 const char *bs_shtab_verdict_text(enum bs_shtab_verdict v);
 
-/* The per-user file name in dir: dir/backoffshim-v<layout>-u<uid>-n<netns>
- * (netns: the inode of /proc/self/ns/net, 0 if unknown). Returns the
- * length, or 0 if it does not fit in n bytes. */
-size_t bs_shtab_user_path(char *out, size_t n, const char *dir, uid_t uid, uint64_t netns);
+/* The table's System V key: one per layout, user, network namespace (the
+ * inode of /proc/self/ns/net, 0 if unknown) and name ("" for the default
+ * table; `shared = NAME` picks another table of the same user). Never
+ * IPC_PRIVATE. */
+int bs_shtab_key(uid_t uid, uint64_t netns, const char *name);
+
+/* The lock file's bytes: slot i's prober's, then each waiter cell's. */
+static inline uint64_t bs_shtab_probe_byte(unsigned slot)
+{
+	return slot;
+}
+
+static inline uint64_t bs_shtab_waiter_byte(unsigned slot, unsigned cell)
+{
+	return (uint64_t)BS_TABLE_SLOTS + (uint64_t)slot * BS_TABLE_WAITER_PIDS + cell;
+}
+
+/* The table's lock file in dir, which holds the probers' and waiters'
+ * locks (it is never mapped, so its size does not matter):
+ * dir/backoffshim-v<layout>-k<key>.lock. Returns the length, or 0 if it
+ * does not fit in n bytes. */
+size_t bs_shtab_lock_path(char *out, size_t n, const char *dir, int key);
 
 #endif

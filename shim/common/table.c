@@ -11,30 +11,12 @@
 /* An entry is one 128-byte unit (two cache lines); pad makes it so. */
 BS_STATIC_ASSERT(sizeof(struct bs_entry) == 128, "struct bs_entry is 128 bytes");
 
-#define MASK (BS_TABLE_SLOTS - 1)
 #define CLAIM_ROUNDS 8 /* start-overs before a claim gives up */
 #define SPIN 4096      /* loads spent waiting for a rival's RES(k) to settle */
-#define WINDOW 64      /* slots past reach searched for a free one before a
-			* reclaimable entry is taken instead */
-
-static unsigned home_of(uint64_t key)
-{
-	return bs_table_home(key);
-}
-
-static int key_valid(uint64_t key)
-{
-	return key != 0 && !(key & (BS_TABLE_RES | BS_TABLE_DEAD));
-}
 
 static uint64_t word(struct bs_table *t, unsigned i)
 {
-	return atomic_load(&t->keys[i & MASK]);
-}
-
-static unsigned reach_of(struct bs_table *t, unsigned home)
-{
-	return atomic_load(&t->reach[home / BS_TABLE_GROUP]);
+	return atomic_load(&t->keys[i]);
 }
 
 uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures)
@@ -80,18 +62,35 @@ uint32_t bs_probe_tid(uint64_t p)
 	return (uint32_t)(p & ((1u << BS_TID_BITS) - 1));
 }
 
+/* A slot's check word for key (the low half of meta). */
+static uint32_t check_of(uint64_t key)
+{
+	return (uint32_t)bs_mix64(key ^ 0x62736368656b6b31ull) | 1u;
+}
+
+static uint32_t creator_of(struct bs_table *t, unsigned i)
+{
+	return (uint32_t)(atomic_load(&t->meta[i]) >> 32);
+}
+
+int bs_table_slot_valid(struct bs_table *t, unsigned i, uint64_t *key)
+{
+	uint64_t w = i < BS_TABLE_SLOTS ? word(t, i) : 0;
+	if (!bs_table_key_valid(w) || (uint32_t)atomic_load(&t->meta[i]) != check_of(w))
+		return 0;
+	*key = w;
+	return 1;
+}
+
 struct bs_entry *bs_table_lookup(struct bs_table *t, uint64_t key)
 {
-	if (!atomic_load_explicit(&t->used, memory_order_acquire) || !key_valid(key))
+	if (!bs_table_may_hold(t, key) || !bs_table_key_valid(key))
 		return 0;
-	unsigned h = home_of(key), n = reach_of(t, h);
-	for (unsigned d = 0; d < n; d++) {
-		uint64_t w = atomic_load_explicit(&t->keys[(h + d) & MASK],
-						  memory_order_acquire);
-		if (w == key)
-			return &t->entries[(h + d) & MASK];
-		if (w == 0)
-			break; /* never used: the sequence ends here */
+	unsigned b = bs_table_bucket(key) * BS_TABLE_WAYS;
+	for (unsigned w = 0; w < BS_TABLE_WAYS; w++) {
+		if (atomic_load_explicit(&t->keys[b + w], memory_order_acquire) == key &&
+		    (uint32_t)atomic_load(&t->meta[b + w]) == check_of(key))
+			return &t->entries[b + w];
 	}
 	return 0;
 }
@@ -99,21 +98,40 @@ struct bs_entry *bs_table_lookup(struct bs_table *t, uint64_t key)
 int bs_table_owns(struct bs_table *t, const struct bs_entry *e, uint64_t key)
 {
 	size_t i = (size_t)(e - t->entries);
-	return atomic_load_explicit(&t->keys[i], memory_order_acquire) == key;
+	return i < BS_TABLE_SLOTS && atomic_load_explicit(&t->keys[i], memory_order_acquire) == key;
 }
 
-static int reclaimable(struct bs_entry *e, uint64_t now, uint64_t idle)
+/* When the entry was last busy: its next allowed time or last use. */
+static uint64_t quiet_since(struct bs_entry *e)
+{
+	uint64_t next = bs_state_next_at(atomic_load(&e->state));
+	uint64_t used = atomic_load(&e->last_used);
+	return next > used ? next : used;
+}
+
+static int probe_live(struct bs_entry *e, uint64_t now)
 {
 	uint64_t p = atomic_load(&e->probe);
-	if (p && bs_probe_stale_at(p) > now)
-		return 0;
-	uint64_t s = atomic_load(&e->state);
-	if (bs_state_failures(s) == 0 && atomic_load(&e->interval) == 0)
+	return p && bs_probe_stale_at(p) > now;
+}
+
+static int has_waiters(struct bs_table *t, unsigned i)
+{
+	if (atomic_load(&t->entries[i].waiting))
 		return 1;
-	uint64_t next = bs_state_next_at(s);
-	uint64_t used = atomic_load(&e->last_used);
-	uint64_t quiet_since = next > used ? next : used;
-	return now > quiet_since && now - quiet_since > idle;
+	for (unsigned k = 0; k < BS_TABLE_WAITER_PIDS; k++)
+		if (atomic_load(&t->waiters[i][k]))
+			return 1;
+	return 0;
+}
+
+/* Healthy, or failing but idle past `idle`: nothing lost if it goes. */
+static int reclaimable(struct bs_entry *e, uint64_t now, uint64_t idle)
+{
+	if (bs_state_failures(atomic_load(&e->state)) == 0 && atomic_load(&e->interval) == 0)
+		return 1;
+	uint64_t q = quiet_since(e);
+	return now > q && now - q > idle;
 }
 
 static void reset(struct bs_entry *e, uint64_t now)
@@ -155,127 +173,195 @@ static uint64_t settle(struct bs_table *t, unsigned i, uint64_t key)
 	return w;
 }
 
+/* How good a way is to take, by what it holds: lower is better. A
+ * reservation (a claim in progress, or one abandoned) is taken only when
+ * nothing else is left: its claimer then finds its word gone and starts
+ * over. */
+enum rank { R_EMPTY, R_DAMAGED, R_IDLE, R_LIVE, R_RESERVED, R_PINNED };
+
+static enum rank rank_of(struct bs_table *t, unsigned i, uint64_t w, uint64_t now, uint64_t idle)
+{
+	uint64_t k;
+	if (w == 0 || w == BS_TABLE_FREE)
+		return R_EMPTY;
+	if (w & BS_TABLE_RES)
+		return R_RESERVED;
+	if (!bs_table_slot_valid(t, i, &k))
+		return R_DAMAGED;
+	struct bs_entry *e = &t->entries[i];
+	if (probe_live(e, now) || has_waiters(t, i))
+		return R_PINNED;
+	return reclaimable(e, now, idle) ? R_IDLE : R_LIVE;
+}
+
 enum scan { SCAN_FOUND, SCAN_SLOT, SCAN_FULL, SCAN_AGAIN };
 
-/* Where a new key could go: the first free (or never-used) slot, else the
- * first reclaimable one, as distances from home; BS_TABLE_SLOTS if none. */
-struct spot {
-	unsigned free, old;
-	uint64_t free_w, old_w;
-};
-
-static void note(struct bs_table *t, struct spot *p, unsigned d, uint64_t w, unsigned i,
-		 uint64_t now, uint64_t idle)
-{
-	if (p->free < BS_TABLE_SLOTS)
-		return;
-	if (w == 0 || w == BS_TABLE_FREE)
-		p->free = d, p->free_w = w;
-	else if (p->old == BS_TABLE_SLOTS && key_valid(w) &&
-		 reclaimable(&t->entries[i & MASK], now, idle))
-		p->old = d, p->old_w = w;
-}
-
-/* Step 1: look for key along its sequence; else pick the slot to take (*at,
- * a distance from home) and the word it held (*seen). A free slot is
- * preferred: a reclaimable entry is taken only if none is found within
- * WINDOW slots past the group's reach. */
+/* Step 1: look for key in its bucket; else pick the way to take (*at) and
+ * the word it held (*seen): the best rank, then the longest idle. */
 static enum scan scan(struct bs_table *t, uint64_t key, uint64_t now, uint64_t idle,
-		      unsigned *at, uint64_t *seen)
+		      unsigned *at, uint64_t *seen, struct bs_claim_note *note)
 {
-	unsigned h = home_of(key), n = reach_of(t, h);
-	struct spot p = {BS_TABLE_SLOTS, BS_TABLE_SLOTS, 0, 0};
-	for (unsigned d = 0; d < BS_TABLE_SLOTS; d++) {
-		uint64_t w = word(t, h + d);
-		if (w == (key | BS_TABLE_RES)) {
-			w = settle(t, h + d, key);
-			if (w != key && w != (key | BS_TABLE_RES))
+	unsigned b = bs_table_bucket(key) * BS_TABLE_WAYS;
+	enum rank best = R_PINNED;
+	uint64_t best_quiet = UINT64_MAX;
+	for (unsigned w = 0; w < BS_TABLE_WAYS; w++) {
+		uint64_t v = word(t, b + w);
+		if (v == (key | BS_TABLE_RES)) {
+			v = settle(t, b + w, key);
+			if (v != key && v != (key | BS_TABLE_RES))
 				return SCAN_AGAIN;
 		}
-		if (w == key)
-			return *at = d, SCAN_FOUND;
-		note(t, &p, d, w, h + d, now, idle);
-		if (w == 0)
-			break; /* the sequence ends */
-		if (d + 1 >= n && (p.free < BS_TABLE_SLOTS ||
-				   (p.old < BS_TABLE_SLOTS && d + 1 >= n + WINDOW)))
-			break; /* past reach, with somewhere to go */
+		if (v == key && (uint32_t)atomic_load(&t->meta[b + w]) == check_of(key))
+			return *at = b + w, SCAN_FOUND;
+		enum rank r = rank_of(t, b + w, v, now, idle);
+		note->damaged += r == R_DAMAGED;
+		uint64_t q = r == R_IDLE || r == R_LIVE ? quiet_since(&t->entries[b + w]) : 0;
+		if (r < best || (r == best && r != R_PINNED && q < best_quiet))
+			best = r, best_quiet = q, *at = b + w, *seen = v;
 	}
-	if (p.free < BS_TABLE_SLOTS)
-		return *at = p.free, *seen = p.free_w, SCAN_SLOT;
-	if (p.old < BS_TABLE_SLOTS)
-		return *at = p.old, *seen = p.old_w, SCAN_SLOT;
-	return SCAN_FULL;
+	return best == R_PINNED ? SCAN_FULL : SCAN_SLOT;
 }
 
-static void raise_reach(struct bs_table *t, unsigned home, unsigned d)
+/* Bucket b's tag bits recomputed from the keys (and reservations) in its
+ * ways, after one left. A claim that sets its bit meanwhile makes the swap
+ * fail: the word is then left a superset, which is always safe. */
+static void retag(struct bs_table *t, unsigned b)
 {
-	_Atomic uint16_t *r = &t->reach[home / BS_TABLE_GROUP];
-	uint16_t old = atomic_load(r);
-	while (old < d + 1 && !atomic_compare_exchange_weak(r, &old, (uint16_t)(d + 1)))
-		;
+	uint64_t old = atomic_load(&t->tags[b]), want = 0;
+	for (unsigned w = 0; w < BS_TABLE_WAYS; w++) {
+		uint64_t k = word(t, b * BS_TABLE_WAYS + w) & ~(BS_TABLE_RES | BS_TABLE_DEAD);
+		if (bs_table_key_valid(k))
+			want |= bs_table_tag(k);
+	}
+	atomic_compare_exchange_strong(&t->tags[b], &old, want);
 }
 
-/* Step 3: with slot `mine` reserved, deal with rivals. Returns the distance
- * of a published copy of key (ours is then to be given back), or
+/* Step 3: with way `mine` reserved, deal with rivals. Returns the slot of
+ * a published copy of key (ours is then to be given back), or
  * BS_TABLE_SLOTS if there is none. */
 static unsigned rivals(struct bs_table *t, uint64_t key, unsigned mine)
 {
-	unsigned h = home_of(key), n = reach_of(t, h);
-	for (unsigned d = 0; d < n; d++) {
-		if (d == mine)
+	unsigned b = bs_table_bucket(key) * BS_TABLE_WAYS;
+	for (unsigned i = b; i < b + BS_TABLE_WAYS; i++) {
+		if (i == mine)
 			continue;
-		uint64_t w = word(t, h + d);
+		uint64_t w = word(t, i);
 		if (w == (key | BS_TABLE_RES)) /* cancel it; on failure w is
 						* what the slot became */
-			atomic_compare_exchange_strong(&t->keys[(h + d) & MASK], &w,
+			atomic_compare_exchange_strong(&t->keys[i], &w,
 						       key | BS_TABLE_RES | BS_TABLE_DEAD);
 		if (w == key)
-			return d;
+			return i;
 	}
 	return BS_TABLE_SLOTS;
 }
 
-/* One round of steps 2-4. Returns the entry, or NULL to start over. */
-static struct bs_entry *take(struct bs_table *t, uint64_t key, unsigned d, uint64_t seen,
-			     uint64_t now)
+/* Our reservation of slot i given back (free, its tag cleared), unless
+ * another claim took the slot meanwhile. */
+static void give_back(struct bs_table *t, unsigned i, uint64_t key)
 {
-	unsigned h = home_of(key), i = (h + d) & MASK;
-	raise_reach(t, h, d);
+	uint64_t res = key | BS_TABLE_RES, dead = res | BS_TABLE_DEAD;
+	if (atomic_compare_exchange_strong(&t->keys[i], &res, BS_TABLE_FREE) ||
+	    atomic_compare_exchange_strong(&t->keys[i], &dead, BS_TABLE_FREE))
+		retag(t, i / BS_TABLE_WAYS);
+}
+
+/* One round of steps 2-4 on slot i. Returns the entry, or NULL to start
+ * over. */
+static struct bs_entry *take(struct bs_table *t, uint64_t key, unsigned i, uint64_t seen,
+			     uint64_t now, uint32_t who)
+{
 	if (!atomic_compare_exchange_strong(&t->keys[i], &seen, key | BS_TABLE_RES))
 		return 0;
-	atomic_store(&t->used, 1);
 	reset(&t->entries[i], now);
-	unsigned other = rivals(t, key, d);
+	atomic_store(&t->meta[i], (uint64_t)who << 32 | check_of(key));
+	atomic_fetch_or(&t->tags[i / BS_TABLE_WAYS], bs_table_tag(key));
+	atomic_store(&t->used, 1);
+	unsigned other = rivals(t, key, i);
 	uint64_t res = key | BS_TABLE_RES;
 	if (other == BS_TABLE_SLOTS && atomic_compare_exchange_strong(&t->keys[i], &res, key))
 		return &t->entries[i];
-	atomic_store(&t->keys[i], BS_TABLE_FREE); /* ours alone: give it back */
-	return other == BS_TABLE_SLOTS ? 0 : &t->entries[(h + other) & MASK];
+	give_back(t, i, key); /* ours alone */
+	return other == BS_TABLE_SLOTS ? 0 : &t->entries[other];
 }
 
-struct bs_entry *bs_table_claim(struct bs_table *t, uint64_t key, uint64_t now,
-				uint64_t idle)
+/* Past its share, the creator's own longest-idle entry (no waiter, no
+ * attempt in flight) makes way. Returns its key (0: none went), *own the
+ * creator's recount. */
+static uint64_t over_share(struct bs_table *t, uint32_t who, uint32_t *own, uint64_t now)
 {
+	unsigned n = 0, oldest = BS_TABLE_SLOTS;
+	uint64_t oldest_quiet = UINT64_MAX, key = 0;
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
+		if (creator_of(t, i) != who || !bs_table_slot_valid(t, i, &key))
+			continue;
+		n++;
+		struct bs_entry *e = &t->entries[i];
+		if (!probe_live(e, now) && !has_waiters(t, i) && quiet_since(e) < oldest_quiet)
+			oldest = i, oldest_quiet = quiet_since(e);
+	}
+	*own = n;
+	if (n < BS_TABLE_SHARE || oldest == BS_TABLE_SLOTS)
+		return 0;
+	uint64_t w = word(t, oldest);
+	if (!atomic_compare_exchange_strong(&t->keys[oldest], &w, BS_TABLE_FREE))
+		return 0;
+	retag(t, oldest / BS_TABLE_WAYS);
+	*own = n - 1;
+	return bs_state_failures(atomic_load(&t->entries[oldest].state)) ? w : 0;
+}
+
+struct bs_entry *bs_table_claim_as(struct bs_table *t, uint64_t key, uint64_t now,
+				   uint64_t idle, uint32_t who, uint32_t *own,
+				   struct bs_claim_note *note)
+{
+	struct bs_claim_note scratch;
+	note = note ? note : &scratch;
+	memset(note, 0, sizeof *note);
 	struct bs_entry *e = bs_table_find(t, key);
-	if (e || !key_valid(key))
+	if (e || !bs_table_key_valid(key))
 		return e;
+	if (who && own && *own >= BS_TABLE_SHARE)
+		note->evicted = over_share(t, who, own, now);
 	for (int round = 0; round < CLAIM_ROUNDS; round++) {
-		unsigned d = 0;
+		unsigned i = 0;
 		uint64_t seen = 0;
-		switch (scan(t, key, now, idle, &d, &seen)) {
+		note->damaged = 0;
+		switch (scan(t, key, now, idle, &i, &seen, note)) {
 		case SCAN_FOUND:
-			return &t->entries[(home_of(key) + d) & MASK];
+			return &t->entries[i];
 		case SCAN_FULL:
+			note->refused = 1;
 			return 0;
 		case SCAN_AGAIN:
 			continue;
 		case SCAN_SLOT:
-			if ((e = take(t, key, d, seen, now)))
-				return e;
+			break;
+		}
+		uint64_t old = 0;
+		int live = bs_table_slot_valid(t, i, &old) && old == seen &&
+			   bs_state_failures(atomic_load(&t->entries[i].state)) != 0;
+		if ((e = take(t, key, i, seen, now, who))) {
+			if (live && !note->evicted)
+				note->evicted = old;
+			if (own && e == &t->entries[i])
+				++*own;
+			return e;
 		}
 	}
 	return 0;
+}
+
+int bs_entry_forget_idle(struct bs_entry *e, uint64_t now, uint64_t after)
+{
+	uint64_t s = atomic_load(&e->state);
+	if (bs_state_failures(s) == 0 || (s & BS_PROBATION) || probe_live(e, now))
+		return 0;
+	uint64_t q = bs_state_next_at(s), at = atomic_load(&e->attempt_at);
+	q = at > q ? at : q;
+	if (now <= q || now - q <= after)
+		return 0;
+	return atomic_compare_exchange_strong(&e->state, &s, 0);
 }
 
 /* The step is this failure's unless an outcome was published after its
@@ -375,22 +461,41 @@ uint32_t bs_table_get_addr(const struct bs_table *t, unsigned i, void *buf)
 	return len;
 }
 
-void bs_table_waiter_add(struct bs_table *t, const struct bs_entry *e, uint32_t pid)
+/* The cell of pid among e's, or a free one (0); -1 if neither. */
+static int cell_of(struct bs_table *t, size_t i, uint32_t pid, int or_free)
+{
+	int free_cell = -1;
+	for (unsigned k = 0; i < BS_TABLE_SLOTS && k < BS_TABLE_WAITER_PIDS; k++) {
+		uint64_t c = atomic_load(&t->waiters[i][k]);
+		if (c >> 32 == pid)
+			return (int)k;
+		if (!c && free_cell < 0 && or_free)
+			free_cell = (int)k;
+	}
+	return free_cell;
+}
+
+int bs_table_waiter_add(struct bs_table *t, const struct bs_entry *e, uint32_t pid)
 {
 	size_t i = (size_t)(e - t->entries);
-	for (unsigned k = 0; i < BS_TABLE_SLOTS && k < BS_TABLE_WAITER_PIDS; k++) {
-		uint32_t free_cell = 0;
-		if (atomic_compare_exchange_strong(&t->waiter_pids[i][k], &free_cell, pid))
-			return;
+	for (int round = 0; round < 8; round++) {
+		int k = cell_of(t, i, pid, 1);
+		if (k < 0)
+			return -1;
+		uint64_t c = atomic_load(&t->waiters[i][k]);
+		uint64_t want = c >> 32 == pid ? c + 1 : (uint64_t)pid << 32 | 1;
+		if ((c == 0 || c >> 32 == pid) && atomic_compare_exchange_strong(&t->waiters[i][k], &c, want))
+			return k;
 	}
+	return -1;
 }
 
 void bs_table_waiter_remove(struct bs_table *t, const struct bs_entry *e, uint32_t pid)
 {
 	size_t i = (size_t)(e - t->entries);
-	for (unsigned k = 0; i < BS_TABLE_SLOTS && k < BS_TABLE_WAITER_PIDS; k++) {
-		uint32_t mine = pid;
-		if (atomic_compare_exchange_strong(&t->waiter_pids[i][k], &mine, 0))
-			return;
-	}
+	int k = cell_of(t, i, pid, 0);
+	uint64_t c = k < 0 ? 0 : atomic_load(&t->waiters[i][k]);
+	while (c >> 32 == pid &&
+	       !atomic_compare_exchange_weak(&t->waiters[i][k], &c, (c & 0xffffffffu) > 1 ? c - 1 : 0))
+		;
 }

@@ -12,56 +12,58 @@
  * Only destinations that have failed are ever inserted: a lookup of a healthy
  * destination writes nothing and, until something has failed, is one load.
  *
- * Layout: open addressing with linear probing over the whole table. A key's
- * probe sequence starts at its home slot (a hash of the key) and wraps. Each
- * group of BS_TABLE_GROUP home slots records its reach: how far past their
- * home its keys were ever placed; a lookup reads at most that many key words
- * and stops at a never-used slot, so it stays short while the table is
- * sparsely used. A new key takes the first never-used or free slot of its
- * sequence; if there is none within a short window past the group's reach,
- * the first slot holding a reclaimable entry (healthy, or idle well past its
- * next allowed time, with no attempt in flight). The sequence runs over the
- * whole table, so every slot is usable by live destinations (the audit's
- * requirement is 90%). A reclaimed slot is re-keyed in place and never goes
- * back to never-used, so no probe sequence is ever cut. If no slot
- * qualifies, claim() returns NULL and the caller goes on untracked (it never
- * fails the program's call).
+ * Untrusted: with a shared table any process of the user (or a bug) may
+ * have written anything anywhere. Every word read is checked before it is
+ * believed (a key word against its slot's check word, an errno against its
+ * range); nothing read can make an operation loop or fail, and a slot whose
+ * words do not agree counts as damaged and may be taken over.
+ *
+ * Layout: set-associative. A key's bucket (a hash of the key) is one cache
+ * line of BS_TABLE_WAYS key words; a lookup tests the key's tag bit in its
+ * bucket's tag word first (each key of the bucket sets one of 64) and reads
+ * the key words only when it is set, so it costs the same at any fill. A
+ * new key takes an empty or free way of its bucket; a full bucket gives
+ * up, in this order, a damaged way, the longest-idle reclaimable entry
+ * (healthy, or idle past `idle` after its next allowed time), or the
+ * longest-idle entry with no waiter and no attempt in flight (its schedule
+ * starts over; the caller is told, to say so). A bucket whose every way has waiters or an attempt in
+ * flight refuses: claim() returns NULL and the caller goes on untracked,
+ * after saying so. One creator (a process) may hold at most a quarter of
+ * the table: past it, its own longest-idle entry makes way.
  *
  * Key words. A slot's key word is one of
- *   0            never used: ends every probe sequence; never comes back;
- *   BS_TABLE_FREE  free (a claim that lost a race gave it back); reusable,
- *                but does not end a probe sequence;
+ *   0            empty;
+ *   BS_TABLE_FREE  free (a claim that lost a race gave it back);
  *   RES(k) = k | BS_TABLE_RES   a claim of k is initialising the entry;
  *   RES(k) | BS_TABLE_DEAD      that claim was cancelled by a rival claim of k;
  *   k            the entry belongs to key k and is initialised.
  * Valid keys are therefore nonzero with the two top bits clear (addr.c's
  * keys are); find/claim of any other value return NULL.
  *
- * Claim protocol (k not found):
- *  1. Scan k's sequence. k found: return it. RES(k) found: another thread is
- *     creating k; spin a bounded while for it to become k (return it) or
- *     anything else (start over); if it stays, carry on. Note the first
- *     usable slot (0, free, or a reclaimable old key).
- *  2. Raise the group's reach to cover that slot, then CAS its word from the
- *     value seen to RES(k). Failing that, start over. Only the thread that
- *     made RES(k) touches the entry from here on: it resets every field.
- *  3. Scan again for rivals: a published k elsewhere means ours is given
- *     back (word := FREE) and theirs returned; a rival RES(k) is cancelled
- *     (CAS RES(k) -> RES(k)|DEAD).
- *  4. Publish: CAS RES(k) -> k (release: the reset happens-before any
- *     acquire load that sees k). If a rival cancelled us, the word becomes
+ * Claim protocol (k not found), within k's bucket:
+ *  1. Scan the bucket. k found: return it. RES(k) found: another thread is
+ *     creating k; spin a bounded while for it to settle. Pick the way to
+ *     take (above).
+ *  2. CAS its key word from the value seen to RES(k). Failing that, start
+ *     over. Only the thread that made RES(k) touches the entry from here
+ *     on: it resets every field, writes the slot's check word and creator
+ *     and the bucket's tag.
+ *  3. Scan the bucket again for rivals: a published k elsewhere means ours
+ *     is given back (word := FREE) and theirs returned; a rival RES(k) is
+ *     cancelled (CAS RES(k) -> RES(k)|DEAD).
+ *  4. Publish: CAS RES(k) -> k. If a rival cancelled us, the word becomes
  *     FREE and we start over.
  *  All CASes and the scans' loads are sequentially consistent: of two rivals
  *  that both reserved, at least one sees the other's reservation in step 3,
- *  so two copies of a key are never both published. Two rivals that cancel
- *  each other both start over; the number of rounds is bounded, after which
- *  claim() returns NULL (that call goes untracked).
+ *  so two copies of a key are never both published. The number of rounds
+ *  is bounded, after which claim() returns NULL (that call goes untracked).
  *  A claim abandoned between steps 2 and 4 (a handler that longjmps out)
- *  leaves its slot reserved: the table loses that one slot, nothing else.
+ *  leaves its way reserved until a later claim finds it damaged.
  *
- * A racing reclaim can hand a slot to another key under a thread that still
- * holds it; callers re-check bs_table_owns() after each wait and treat a
- * mismatch as "look up again". The worst effect is one mis-timed wait.
+ * A racing eviction can hand a slot to another key under a thread that
+ * still holds it; callers re-check bs_table_owns() after each wait and
+ * treat a mismatch as "look up again". The worst effect is one mis-timed
+ * wait.
  */
 #ifndef BS_TABLE_H
 #define BS_TABLE_H
@@ -72,8 +74,10 @@
 
 #define BS_TABLE_SLOTS_LOG2 12
 #define BS_TABLE_SLOTS (1u << BS_TABLE_SLOTS_LOG2)
-#define BS_TABLE_GROUP 8u    /* home slots sharing one reach: a line of keys */
-#define BS_TABLE_GROUPS (BS_TABLE_SLOTS / BS_TABLE_GROUP)
+#define BS_TABLE_WAYS 8u /* key words per bucket: one cache line */
+#define BS_TABLE_BUCKETS (BS_TABLE_SLOTS / BS_TABLE_WAYS)
+#define BS_TABLE_BUCKETS_LOG2 (BS_TABLE_SLOTS_LOG2 - 3)
+#define BS_TABLE_SHARE (BS_TABLE_SLOTS / 4) /* entries one creator may hold */
 
 #define BS_TABLE_ADDR_MAX 28 /* sockaddr_in6 */
 #define BS_TABLE_ADDR_WORDS 4
@@ -122,25 +126,39 @@ struct bs_entry { /* two cache lines */
 
 struct bs_table {
 	_Atomic uint32_t used; /* set once anything was ever inserted */
-	/* per group of home slots: 1 + the farthest distance from its home
-	 * at which a key of the group was ever placed (0: none ever was) */
-	_Atomic uint16_t reach[BS_TABLE_GROUPS];
+	/* per bucket: the tag bits (bs_table_tag) of the keys in its ways, or
+	 * more: a key whose bit is clear is not there */
+	_Alignas(64) _Atomic uint64_t tags[BS_TABLE_BUCKETS];
 	_Alignas(64) _Atomic uint64_t keys[BS_TABLE_SLOTS];
+	/* per slot: its creator (high half) and a check of its key (low
+	 * half): a key word without its check is damage, not a key */
+	_Alignas(64) _Atomic uint64_t meta[BS_TABLE_SLOTS];
 	_Alignas(64) struct bs_entry entries[BS_TABLE_SLOTS];
 	/* each entry's address, for the operator (backoffshim status): the
 	 * sockaddr's first BS_TABLE_ADDR_MAX bytes, then its length */
 	_Alignas(64) _Atomic uint64_t addrs[BS_TABLE_SLOTS][BS_TABLE_ADDR_WORDS];
-	/* the pids of processes with a thread waiting on each entry (0: a
-	 * free cell), for the operator; a process that finds no free cell is
-	 * not listed */
-	_Alignas(64) _Atomic uint32_t waiter_pids[BS_TABLE_SLOTS][BS_TABLE_WAITER_PIDS];
+	/* the processes with threads waiting on each entry: pid << 32 |
+	 * threads (0: a free cell), for the operator and for eviction; a
+	 * process that finds no free cell is not listed */
+	_Alignas(64) _Atomic uint64_t waiters[BS_TABLE_SLOTS][BS_TABLE_WAITER_PIDS];
 };
 
-/* key's home slot: Fibonacci hashing (the product's top bits, which every
- * bit of the key reaches), two instructions on the fast path. */
-static inline unsigned bs_table_home(uint64_t key)
+/* A key a table may hold (see "Key words" above). */
+static inline int bs_table_key_valid(uint64_t key)
 {
-	return (unsigned)((key * BS_GOLDEN) >> (64 - BS_TABLE_SLOTS_LOG2));
+	return key != 0 && !(key & (BS_TABLE_RES | BS_TABLE_DEAD));
+}
+
+/* key's bucket: Fibonacci hashing (the product's top bits, which every
+ * bit of the key reaches); its tag: one bit of 64, chosen by the next 6. */
+static inline unsigned bs_table_bucket(uint64_t key)
+{
+	return (unsigned)((key * BS_GOLDEN) >> (64 - BS_TABLE_BUCKETS_LOG2));
+}
+
+static inline uint64_t bs_table_tag(uint64_t key)
+{
+	return 1ull << ((key * BS_GOLDEN) >> (64 - BS_TABLE_BUCKETS_LOG2 - 6) & 63);
 }
 
 /* Was anything ever inserted? One load. */
@@ -149,19 +167,19 @@ static inline int bs_table_in_use(struct bs_table *t)
 	return atomic_load_explicit(&t->used, memory_order_acquire) != 0;
 }
 
-/* Might key have an entry? 0 means it has none: nothing was ever placed
- * from its group of home slots (one load while the table is unused; then a
- * hash and one more). 1 means bs_table_lookup must tell. */
+/* Might key have an entry? 0 means it has none: its tag bit is clear in
+ * its bucket's word (one load while the table is unused; then a hash and
+ * one more load, at any fill). 1 means bs_table_lookup must tell. */
 static inline int bs_table_may_hold(struct bs_table *t, uint64_t key)
 {
 	return bs_table_in_use(t) &&
-	       atomic_load_explicit(&t->reach[bs_table_home(key) / BS_TABLE_GROUP],
-				    memory_order_acquire) != 0;
+	       (atomic_load_explicit(&t->tags[bs_table_bucket(key)], memory_order_acquire) &
+		bs_table_tag(key)) != 0;
 }
 
 /* Find key; NULL if it has no entry (the destination is healthy). Until a
- * first destination has failed this is a single load; after, one load of the
- * group's reach and at most that many key words. */
+ * first destination has failed this is a single load; after, the bucket's
+ * tag bit and, when it is set, its key words and the slot's check. */
 struct bs_entry *bs_table_lookup(struct bs_table *t, uint64_t key);
 static inline struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key)
 {
@@ -170,12 +188,30 @@ static inline struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key)
 	return bs_table_lookup(t, key);
 }
 
-/* Find or insert key. `idle` (ns) is how long past its next allowed time a
- * failing entry must sit untouched before it may be reclaimed. */
-struct bs_entry *bs_table_claim(struct bs_table *t, uint64_t key, uint64_t now,
-				uint64_t idle);
+/* Find or insert key for creator `who` (a process id; 0: no share
+ * limit). `idle` (ns) is how long past its next allowed time a failing
+ * entry must sit untouched before it counts as reclaimable. *note says what
+ * the claim did to others (may be NULL): the key it evicted from a live
+ * schedule (0: none), how many damaged slots it passed, or why it refused.
+ * `own` is the creator's count of entries it made (a hint it keeps; the
+ * table recounts when it reaches the share). */
+struct bs_claim_note {
+	uint64_t evicted; /* a failing destination's key, its schedule lost */
+	unsigned damaged; /* damaged ways seen in the bucket */
+	int refused;      /* every way has waiters or an attempt in flight */
+};
+struct bs_entry *bs_table_claim_as(struct bs_table *t, uint64_t key, uint64_t now,
+				   uint64_t idle, uint32_t who, uint32_t *own,
+				   struct bs_claim_note *note);
+static inline struct bs_entry *bs_table_claim(struct bs_table *t, uint64_t key, uint64_t now,
+					      uint64_t idle)
+{
+	return bs_table_claim_as(t, key, now, idle, 0, 0, 0);
+}
 
-/* Does entry e still belong to key? */
+/* Is slot i's key word a key whose check agrees? (status reads with it) */
+int bs_table_slot_valid(struct bs_table *t, unsigned i, uint64_t *key);
+
 int bs_table_owns(struct bs_table *t, const struct bs_entry *e, uint64_t key);
 
 /* state word helpers */
@@ -193,6 +229,12 @@ int bs_state_may_attempt(uint64_t s);
  * into another outcome. */
 int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t started, uint64_t next_at_ns,
 		  uint32_t failures, int err, uint64_t now);
+
+/* A failing entry that nobody attempted for `after` (max_backoff with
+ * jitter) past its next allowed time is a stale fact: it starts a new
+ * schedule (healthy again) unless an attempt is in flight. Returns 1 if it
+ * did; the caller publishes. */
+int bs_entry_forget_idle(struct bs_entry *e, uint64_t now, uint64_t after);
 
 /* Mark healthy. Returns the number of failures it cleared. */
 uint32_t bs_entry_ok(struct bs_entry *e);
@@ -221,9 +263,10 @@ void bs_table_set_addr(struct bs_table *t, const struct bs_entry *e, const void 
  * returns its length (0: none, or garbage). */
 uint32_t bs_table_get_addr(const struct bs_table *t, unsigned i, void *buf);
 
-/* List pid among the processes waiting on e, or take it off (its last
- * waiting thread is done). */
-void bs_table_waiter_add(struct bs_table *t, const struct bs_entry *e, uint32_t pid);
+/* One more (or one less) thread of process pid waits on e: its cell's
+ * count moves, the cell is taken on the first and freed after the last.
+ * Returns the cell, -1 if none was free (the process goes unlisted). */
+int bs_table_waiter_add(struct bs_table *t, const struct bs_entry *e, uint32_t pid);
 void bs_table_waiter_remove(struct bs_table *t, const struct bs_entry *e, uint32_t pid);
 
 /* An operator's reset (backoffshim reset): healthy, no probe, no recent

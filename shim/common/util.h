@@ -1,7 +1,7 @@
 /*
  * util: small helpers for shim/common and its callers: the element count of
- * an array, min and max of two unsigned 64-bit values, a path's directory,
- * and a compile-time check (used for the layouts the code relies on:
+ * an array, the smaller of two unsigned 64-bit values, a number's decimal
+ * digits, a path's directory, and a compile-time check (used for the layouts the code relies on:
  * table.c, fdtab.c).
  */
 #ifndef BS_UTIL_H
@@ -19,6 +19,20 @@
 static inline uint64_t bs_min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
+}
+
+/* v's decimal digits into p (at most 20; no NUL); returns how many. No
+ * library call, so async-signal-safe. */
+static inline size_t bs_u64_digits(char *p, uint64_t v)
+{
+	char t[20];
+	size_t n = 0;
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	for (size_t i = 0; i < n; i++)
+		p[i] = t[n - 1 - i];
+	return n;
 }
 
 /* The directory of path into dir (cap bytes, at least 2): "." for a bare

@@ -95,30 +95,23 @@ static int do_dup3(int from, int to, int flags)
 	return r;
 }
 
-/* The fcntl commands the fd table cares about, but for the dups. */
-static int fcntl_watched(int fd, int cmd, unsigned long arg)
-{
-	return cmd == F_SETFL && (arg & O_ASYNC) && bs_fd_state(bs_fds(), fd) != BS_FD_NONE;
-}
-
-/* after a successful F_SETFL with O_ASYNC on a tracked fd */
+/* after a successful F_SETFL with O_ASYNC on a tracked fd: its signals
+ * would tell, so no parking from now on */
 static __attribute__((noinline)) void async_set(int fd)
 {
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
-	if (!bs_custody_here())
+	if (!bs_custody_here() || !s)
 		return;
-	if (s) { /* O_ASYNC: its signals would tell; no parking from now */
-		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
-		if (bs_park_is_parked(fd))
-			bs_park_end(fd);
-	}
+	atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
+	if (bs_park_is_parked(fd))
+		bs_park_end(fd);
 }
 
 static int do_fcntl(int (*real)(int, int, unsigned long), int fd, int cmd, unsigned long arg)
 {
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		return duplicated(fd, real(fd, cmd, arg));
-	if (!fcntl_watched(fd, cmd, arg))
+	if (cmd != F_SETFL || !(arg & O_ASYNC) || bs_fd_state(bs_fds(), fd) == BS_FD_NONE)
 		return real(fd, cmd, arg);
 	int r = real(fd, cmd, arg);
 	if (r >= 0)

@@ -55,6 +55,7 @@ static int connect_slow(int fd, const struct sockaddr *addr, socklen_t len)
 	const struct bs_config *cfg = bs_active();
 	if (!cfg)
 		return (int)BS_NEG(bs_real_connect(fd, addr, len));
+	bs_first_connect();
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_PARKED) {
 		/* still connecting, to the program (its retry sent if due) */
@@ -134,7 +135,7 @@ static __attribute__((noinline)) int fresh_with_table(const struct fresh_call *f
 {
 	if (bs_table_lookup(bs_tab(), f->key)) {
 		struct bs_dest d = {f->key, f->addr, f->len};
-		bs_outcome_connected(bs_fresh_cfg_g, &d, fd_of(s), f->t0);
+		bs_outcome_connected(&d, fd_of(s), f->t0);
 	} else {
 		bs_fd_publish_fresh(s);
 	}

@@ -35,29 +35,22 @@ int bs_custody_here(void)
 	return pid_now() == atomic_load(&owner_pid);
 }
 
-int bs_custody_take(int fd)
+void bs_custody_take(int fd)
 {
-	struct bs_sock_ident id;
-	if (!bs_sock_ident(fd, &id))
-		return 0;
-	bs_fd_set_ident(bs_fds(), fd, id.cookie);
-	return 1;
+	uint64_t cookie = bs_sock_cookie(fd);
+	if (cookie)
+		bs_fd_set_ident(bs_fds(), fd, cookie);
 }
 
 enum bs_custody bs_custody_check(int fd)
 {
-	struct bs_sock_ident id;
 	if (!bs_custody_here())
 		return BS_CUSTODY_UNSURE;
-	if (!bs_sock_ident(fd, &id))
+	uint64_t cookie = bs_sock_cookie(fd);
+	if (!cookie)
 		return BS_CUSTODY_GONE; /* no socket at all now */
-	int m = bs_fd_ident_matches(bs_fds(), fd, id.cookie);
+	int m = bs_fd_ident_matches(bs_fds(), fd, cookie);
 	return m > 0 ? BS_CUSTODY_HELD : m < 0 ? BS_CUSTODY_UNSURE : BS_CUSTODY_GONE;
-}
-
-int bs_custody_holds(int fd)
-{
-	return bs_custody_check(fd) == BS_CUSTODY_HELD;
 }
 
 /* /proc/self/maps names an io_uring's rings "anon_inode:[io_uring]". At

@@ -33,9 +33,9 @@
 void bs_custody_start(void);
 /* Is the calling process the fd table's owner? One getpid system call. */
 int bs_custody_here(void);
-/* Take custody of the socket fd names: its cookie recorded in its slot.
- * 0 if fd names no socket (then no made-up answer may follow). */
-int bs_custody_take(int fd);
+/* Take custody of the socket fd names: its cookie recorded in its slot
+ * (none if fd names no socket: then no made-up answer may follow). */
+void bs_custody_take(int fd);
 /* Does fd still name the socket the shim took custody of, in its owner?
  *  HELD:   yes;
  *  GONE:   the number names another descriptor, or none: the slot is
@@ -45,8 +45,6 @@ int bs_custody_take(int fd);
  *          nothing is changed. */
 enum bs_custody { BS_CUSTODY_GONE, BS_CUSTODY_HELD, BS_CUSTODY_UNSURE };
 enum bs_custody bs_custody_check(int fd);
-/* bs_custody_check(fd) == BS_CUSTODY_HELD. */
-int bs_custody_holds(int fd);
 /* May the shim hide a failure that the program learned by its own look
  * (getsockopt, read, send, connect) rather than through a readiness call
  * the shim screened? Not when the process has an io_uring instance: the

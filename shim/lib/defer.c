@@ -22,11 +22,6 @@
 /* a probe of a parked socket names no thread: 0 is no thread's tid */
 #define PARK_PROBE_TID 0u
 
-static struct bs_fdslot *slot(int fd)
-{
-	return bs_fd_slot(bs_fds(), fd);
-}
-
 /* The destination is due: this socket takes its one probe (replacing the
  * word the verdict saw), unless the probe before it published its outcome
  * (then let go) after this thread read the state: then it is judged again
@@ -81,8 +76,8 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 		return reconnected(cfg, fd, now); /* nothing known of it now */
 	struct bs_attempt a;
 	struct bs_decision v = bs_park_judge(cfg, fd, e, now, &a);
-	if (v.reset && bs_log_enabled(BS_LOG_INFO))
-		bs_outcome_log_reset(&d); /* the operator said the server is back */
+	if (v.reset) /* the operator said the server is back */
+		bs_outcome_log_reset(d.addr, d.len);
 	switch (v.verdict) {
 	case BS_GO:
 		return reconnected(cfg, fd, now);
@@ -96,7 +91,7 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 			*next = v.until;
 		return BS_FD_PARKED;
 	default:
-		return bs_park_spent(cfg, fd, &a.b);
+		return bs_park_spent(fd, &a.b);
 	}
 }
 
@@ -117,7 +112,7 @@ static unsigned run_fd(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next
 
 unsigned bs_defer_run_fd(int fd, uint64_t now)
 {
-	struct bs_fdslot *s = slot(fd);
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (!s || atomic_load(&s->state) != BS_FD_PARKED)
 		return s ? atomic_load(&s->state) : BS_FD_NONE;
 	return run_fd(fd, s, now, NULL);
@@ -155,7 +150,7 @@ static int mode_of(int fd, const struct bs_config **cfgp)
 enum bs_screen bs_defer_screen(int fd)
 {
 	const struct bs_config *cfg;
-	struct bs_fdslot *s = slot(fd);
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (!s || bs_fd_slot_state(s) != BS_FD_CONNECTING)
 		return BS_SCREEN_KEEP;
 	if (!bs_custody_here())
@@ -169,9 +164,9 @@ enum bs_screen bs_defer_screen(int fd)
 			bs_outcome_forget(fd); /* another socket took the number */
 		return BS_SCREEN_KEEP;
 	}
-	struct bs_sock_ident id;
+	uint64_t cookie = bs_sock_cookie(fd);
 	int err;
-	if (!bs_sock_ident(fd, &id))
+	if (!cookie)
 		return BS_SCREEN_KEEP;
 	if ((err = bs_sock_take_error(fd)) <= 0) {
 		/* another thread's report of the same failure read it first,
@@ -186,31 +181,22 @@ enum bs_screen bs_defer_screen(int fd)
 		return BS_SCREEN_EINTR;
 	if (res == 0)
 		return BS_SCREEN_CONNECTED; /* retry mode reconnected it */
-	bs_owe(fd, &id, res); /* read away here: owed to this very socket */
+	bs_owe(fd, cookie, res); /* read away here: owed to this very socket */
 	return BS_SCREEN_KEEP;
-}
-
-enum bs_screen bs_defer_screen_ready(int fd)
-{
-	if (bs_fd_state(bs_fds(), fd) != BS_FD_CONNECTING || !bs_sock_has_failed(fd))
-		return BS_SCREEN_KEEP;
-	return bs_defer_screen(fd);
 }
 
 /* bounds the loop: each round but the last waits until a parked socket's
  * due time, which then moves on */
 #define ROUNDS_MAX 1000000
 
-int bs_defer_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
-		   int (*screen)(void *call, int r))
+int bs_defer_rounds(void *call, uint64_t deadline,
+		    int (*round)(void *call, uint64_t now, uint64_t wake))
 {
 	for (int n = 0; n < ROUNDS_MAX; n++) {
-		int r = round(call, bs_now());
-		if (r < 0)
-			return r; /* EINTR and the rest: the program's, as they are */
-		r = screen(call, r);
+		uint64_t now = bs_now();
+		int r = round(call, now, bs_defer_run(now));
 		if (r || bs_now() >= deadline)
-			return r; /* (-EINTR: a signal ended retry mode's wait) */
+			return r; /* (-EINTR: the call's, or a signal ended retry mode's wait) */
 	}
 	return 0;
 }

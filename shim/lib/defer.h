@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "clock.h"
+#include "units.h"
 #include "timeout.h"
 
 /* A readiness call that holds parked sockets wakes at least this often to
@@ -49,21 +49,16 @@ unsigned bs_defer_run_fd(int fd, uint64_t now);
 enum bs_screen { BS_SCREEN_KEEP, BS_SCREEN_HIDE, BS_SCREEN_CONNECTED, BS_SCREEN_EINTR };
 enum bs_screen bs_defer_screen(int fd);
 
-/* As bs_defer_screen for readiness APIs that report a failed connect only
- * as readable/writable (select): asks the kernel first whether fd has
- * failed, without reading the error. */
-enum bs_screen bs_defer_screen_ready(int fd);
-
 /* The rounds of one readiness call that holds connecting or parked
- * sockets: round(call, now) runs the due parked sockets and makes the real
- * call (its wait capped), returning its result or -errno; screen(call, r)
- * screens its r reports and hands them to the program, returning how many
- * remain (or -EINTR). The rounds end when something is reported, the call
- * fails (its error as it is), or the program's deadline passes; the result
- * is the last of those, as ret.h has it. A round's wait:
- * bs_defer_round_wait. */
-int bs_defer_rounds(void *call, uint64_t deadline, int (*round)(void *call, uint64_t now),
-		   int (*screen)(void *call, int r));
+ * sockets: each runs the due parked sockets (bs_defer_run, whose result is
+ * `wake`), then round(call, now, wake) makes the real call, its wait capped
+ * (bs_defer_round_wait), screens its reports and hands them to the
+ * program, returning how many remain, or -errno: the call's own error as
+ * it is, or -EINTR from a screen. The rounds end when something is
+ * reported, on an error, or when the program's deadline passes; the result
+ * is the last round's, as ret.h has it. */
+int bs_defer_rounds(void *call, uint64_t deadline,
+		    int (*round)(void *call, uint64_t now, uint64_t wake));
 
 /* The ns a round waits from now (BS_TIMEOUT_NONE: no limit): until the
  * program's deadline, or until `wake` (bs_defer_run's) if earlier and the

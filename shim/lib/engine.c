@@ -9,10 +9,8 @@
  */
 #include "engine.h"
 
-#include "addr.h"
 #include "attempt.h"
 #include "clock.h"
-#include "errname.h"
 #include "log.h"
 #include "nonblock.h"
 #include "outcome.h"
@@ -33,9 +31,7 @@
 struct call {
 	const struct bs_config *cfg;
 	int fd;
-	const struct sockaddr *addr;
-	socklen_t len;
-	uint64_t key;
+	struct bs_dest dest;
 	struct bs_entry *e;
 	struct bs_attempt a; /* its budget and what it knows (attempt.h) */
 	int prog_has_tv;    /* the program set SO_SNDTIMEO (the EINTR rule) */
@@ -54,12 +50,6 @@ static uint64_t min64(uint64_t a, uint64_t b)
 /* Returned by a step of the call that does not end it: the loop goes on. */
 #define AGAIN 1
 
-static struct bs_dest dest_of(const struct call *c)
-{
-	struct bs_dest d = {c->key, c->addr, c->len};
-	return d;
-}
-
 /* The shim's limit for one attempt that follows a wait of delay. */
 static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
 {
@@ -70,8 +60,7 @@ static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
  * give-up line (outcome.c); returns -(the last attempt's error). */
 static int end_call(const struct call *c)
 {
-	struct bs_dest d = dest_of(c);
-	return bs_outcome_give_up(&d, &c->a.b, c->a.last_err);
+	return bs_outcome_give_up(&c->dest, &c->a.b, c->a.last_err);
 }
 
 static int end_call_for(struct call *c, enum bs_stop why)
@@ -90,9 +79,8 @@ static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 	int quiet = bs_budget_last(&c->a.b, next) || c->fallback;
 	if (delay == BS_STOP)
 		bs_budget_policy_done(&c->a.b);
-	struct bs_dest d = dest_of(c);
 	bs_attempt_failed(&c->a, err);
-	bs_outcome_failed(c->e, &d, seen, t0, delay, err, quiet);
+	bs_outcome_failed(c->e, &c->dest, seen, t0, delay, err, quiet);
 }
 
 /* record_failure with the wait the policy gives after state s. */
@@ -101,23 +89,17 @@ static void record_failure_after(struct call *c, uint64_t s, uint64_t t0, int er
 	record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
 }
 
-static void connected(struct call *c, uint64_t t0)
-{
-	struct bs_dest d = dest_of(c);
-	bs_outcome_connected(c->cfg, &d, c->fd, t0);
-}
-
-/* Sleep on the entry until `until`, unless its state moves first. Returns
- * EINTR if a signal should end the call. Then no attempt of this socket is
- * in flight, so the call ends with the last attempt's real error, never
- * EINTR: to connect(), EINTR means "still connecting in the background",
- * and a program that then polls the socket would take an unconnected one
- * for connected (CPython does). */
-static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
+/* A step of the call: sleep on the entry until `until`, unless its state
+ * moves first; AGAIN. A signal that should end the call ends it. Then no
+ * attempt of this socket is in flight, so the call ends with the last
+ * attempt's real error, never EINTR: to connect(), EINTR means "still
+ * connecting in the background", and a program that then polls the socket
+ * would take an unconnected one for connected (CPython does). */
+static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 {
 	uint32_t seq = atomic_load(&c->e->seq);
 	if (atomic_load(&c->e->state) != seen_state)
-		return 0;
+		return AGAIN;
 	uint64_t t0 = bs_now();
 	if (bs_shared_on())
 		until = min64(until, t0 + SHARED_RECHECK);
@@ -129,14 +111,6 @@ static int wait_on(struct call *c, uint64_t seen_state, uint64_t until)
 	atomic_fetch_add(&c->e->n_waited, 1);
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
 	if (r == EINTR && bs_intr_returns_eintr(c->prog_has_tv))
-		return EINTR;
-	return 0;
-}
-
-/* wait_on as a step of the call: a signal ends it, otherwise AGAIN. */
-static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
-{
-	if (wait_on(c, seen_state, until) == EINTR)
 		return end_call_for(c, BS_STOP_SIGNAL);
 	return AGAIN;
 }
@@ -149,24 +123,12 @@ static void release_probe(struct call *c, uint64_t mine)
 	c->lock = -1;
 }
 
-/* Our probe ends without a failure to record (the program's timeout, a
- * signal, or an error not retried): released, published; returns -err. */
+/* Our probe ends: released, its outcome published; returns -err. */
 static int probe_ends(struct call *c, uint64_t mine, int err)
 {
 	release_probe(c, mine);
 	bs_publish(c->e);
 	return -err;
-}
-
-/* Our probe failed with a retryable error: recorded and published; the
- * call goes on unless the program has other addresses to try. */
-static int probe_failed(struct call *c, uint64_t s, uint64_t now, uint64_t mine,
-			uint64_t delay, int err)
-{
-	record_failure(c, s, now, delay, err);
-	release_probe(c, mine);
-	bs_publish(c->e);
-	return c->fallback ? -err : AGAIN;
 }
 
 /* Our probe: the attempt itself, then the outcome published. */
@@ -176,13 +138,13 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 	atomic_store(&c->e->attempt_at, now);
 	uint64_t end = min64(shim_end, bs_budget_end(&c->a.b));
 	int err = 0;
-	enum bs_sock_outcome r = bs_sock_attempt(c->fd, c->addr, c->len, end,
+	enum bs_sock_outcome r = bs_sock_attempt(c->fd, c->dest.addr, c->dest.len, end,
 					    end == c->a.b.prog_end && end < shim_end,
 					    c->prog_has_tv, &err);
 	switch (r) {
 	case BS_ATT_OK:
 		release_probe(c, mine);
-		connected(c, now);
+		bs_outcome_connected(&c->dest, c->fd, now);
 		return 0;
 	case BS_ATT_PROG_TIMEOUT:
 	case BS_ATT_EINTR:
@@ -195,39 +157,31 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 	}
 	if (!bs_config_retries(c->cfg, err))
 		return probe_ends(c, mine, err);
-	return probe_failed(c, s, now, mine, delay, err);
-}
-
-/* One plain attempt with its outcome recorded, no waiting (the program has
- * other addresses of the name to try). */
-static int retry_loop_once(struct call *c)
-{
-	uint64_t t0 = bs_now(), s = atomic_load(&c->e->state);
-	int r = (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
-	if (r == 0)
-		connected(c, t0);
-	else if (bs_config_retries(c->cfg, -r))
-		record_failure_after(c, s, t0, -r);
-	return r;
+	/* a retryable failure: recorded, then published with the probe let
+	 * go; the call goes on unless the program has other addresses to try */
+	record_failure(c, s, now, delay, err);
+	probe_ends(c, mine, err);
+	return c->fallback ? -err : AGAIN;
 }
 
 /* The call's entry may have been taken over for another destination while
  * it waited: claim one again. 0 when the table is full of live entries. */
 static int hold_entry(struct call *c)
 {
-	if (bs_table_owns(bs_tab(), c->e, c->key))
+	if (bs_table_owns(bs_tab(), c->e, c->dest.key))
 		return 1;
-	c->e = bs_table_claim(bs_tab(), c->key, bs_now(), c->cfg->policy.max_backoff);
+	c->e = bs_shared_claim(&c->dest, bs_now(), c->cfg->policy.max_backoff);
 	return c->e != NULL;
 }
 
 /* Healthy, on probation after someone got through, or reset by the
- * operator: a plain connect, exactly as on the fast path. */
+ * operator (or the program has other addresses to try: no waiting): a
+ * plain connect, exactly as on the fast path, its outcome recorded. */
 static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
 {
-	int r = (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
+	int r = (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
 	if (r == 0) {
-		connected(c, now);
+		bs_outcome_connected(&c->dest, c->fd, now);
 		return 0;
 	}
 	if (!bs_config_retries(c->cfg, -r))
@@ -254,22 +208,19 @@ static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint
 	uint64_t delay = bs_next_wait(c->cfg, c->e, s);
 	uint64_t mine = bs_attempt_probe(now, attempt_timeout(c, delay), c->tid);
 	c->lock = bs_shared_hold(c->e);
-	if (c->lock == BS_SHARED_BUSY)
-		return c->lock = -1, wait_step(c, s, now + SHARED_RECHECK);
+	if (c->lock == BS_SHARED_BUSY) {
+		/* another process's attempt: wait for it while its probe is in
+		 * time; past that, its holder is gone or stopped (SIGSTOP keeps
+		 * a lock forever), and the probe word alone decides */
+		c->lock = -1;
+		if (p && bs_probe_stale_at(p) > now)
+			return wait_step(c, s, now + SHARED_RECHECK);
+	}
 	if (!bs_probe_take(c->e, p, mine) || atomic_load(&c->e->state) != s) {
 		release_probe(c, bs_probe_make(0, 0));
 		return AGAIN;
 	}
 	return probe(c, s, now, mine, delay);
-}
-
-/* An operator reset the destination while the call waited. */
-static void log_reset(const struct call *c)
-{
-	if (!bs_log_enabled(BS_LOG_INFO))
-		return;
-	struct bs_dest d = dest_of(c);
-	bs_outcome_log_reset(&d);
 }
 
 /* A process that joins a destination other processes are backing off
@@ -316,8 +267,8 @@ static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)
 static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
 		     const struct bs_attempt_view *v, uint64_t now)
 {
-	if (d->reset)
-		log_reset(c);
+	if (d->reset) /* the operator reset the destination while the call waited */
+		bs_outcome_log_reset(c->dest.addr, c->dest.len);
 	switch (d->verdict) {
 	case BS_GO:
 		return plain_attempt(c, s, now);
@@ -349,7 +300,7 @@ static int retry_loop(struct call *c)
 
 static void log_passed(const struct call *c, const char *why, int err)
 {
-	bs_outcome_log_passed(c->addr, c->len, why, err);
+	bs_outcome_log_passed(c->dest.addr, c->dest.len, why, err);
 }
 
 /* What follows the program's own connect, which failed with err (t0 its
@@ -360,7 +311,7 @@ static int first_failed(struct call *c, uint64_t t0, int err)
 	if (err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
 		log_passed(c, "non-blocking, in progress: its outcome is watched", 0);
 	if (err == EINPROGRESS)
-		return bs_outcome_started(c->cfg, c->fd, c->addr, c->len, c->key, t0);
+		return bs_outcome_started(c->cfg, c->fd, c->dest.addr, c->dest.len, c->dest.key, t0);
 	if (!bs_config_retries(c->cfg, err)) {
 		if (bs_log_enabled(BS_LOG_DEBUG))
 			log_passed(c, "an error the shim does not retry", err);
@@ -368,9 +319,8 @@ static int first_failed(struct call *c, uint64_t t0, int err)
 	}
 	if (bs_sock_is_blocking_stream(c->fd))
 		return AGAIN;
-	struct bs_dest d = dest_of(c);
 	if (bs_sock_is_stream(c->fd)) /* a datagram's error is its own */
-		bs_outcome_failed_later(c->cfg, &d, t0, err, 0);
+		bs_outcome_failed_later(c->cfg, &c->dest, t0, err, UINT64_MAX);
 	return -err;
 }
 
@@ -379,9 +329,9 @@ static int first_failed(struct call *c, uint64_t t0, int err)
 static int first_attempt(struct call *c, uint64_t *t0, int *err)
 {
 	*t0 = bs_now();
-	int r = (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
+	int r = (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
 	if (r == 0) {
-		connected(c, *t0);
+		bs_outcome_connected(&c->dest, c->fd, *t0);
 		if (bs_log_enabled(BS_LOG_DEBUG))
 			log_passed(c, "connected at once", 0);
 		return 0;
@@ -394,17 +344,8 @@ static int first_attempt(struct call *c, uint64_t *t0, int *err)
 static int connect_not_blocking_stream(struct call *c)
 {
 	if (!bs_sock_is_stream(c->fd)) /* a UDP connect sends nothing: never paced */
-		return (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
-	return bs_nb_connect(c->cfg, c->fd, c->addr, c->len, c->key);
-}
-
-/* The call's budget, from start, and what it knows of the program. */
-static void start_call(struct call *c, uint64_t start)
-{
-	c->fallback = bs_res_has_alternative(bs_res(), c->key, start, BS_RES_FALLBACK);
-	uint64_t prog = bs_sock_sndtimeo_ns(c->fd);
-	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
-	bs_attempt_init(&c->a, c->cfg, start, prog);
+		return (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
+	return bs_nb_connect(c->cfg, c->fd, c->dest.addr, c->dest.len, c->dest.key);
 }
 
 /* A blocking stream socket whose first attempt failed with err (t0 its
@@ -414,11 +355,14 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	c->tid = bs_gettid();
 	c->lock = -1;
 	uint64_t start = t0 ? t0 : bs_now();
-	start_call(c, start);
+	c->fallback = bs_res_has_alternative(bs_res(), c->dest.key, start, BS_RES_FALLBACK);
+	uint64_t prog = bs_sock_sndtimeo_ns(c->fd);
+	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
+	bs_attempt_init(&c->a, c->cfg, start, prog); /* the call's budget, from start */
 	if (!c->e)
-		c->e = bs_table_claim(bs_tab(), c->key, start, c->cfg->policy.max_backoff);
+		c->e = bs_shared_claim(&c->dest, start, c->cfg->policy.max_backoff);
 	if (!c->e)
-		return err ? -err : (int)BS_NEG(bs_real_connect(c->fd, c->addr, c->len));
+		return err ? -err : (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
 	uint64_t joined = err ? s : atomic_load(&c->e->state);
 	c->join_fail = bs_state_failures(joined);
 	bs_attempt_join(&c->a, joined, atomic_load(&c->e->resets),
@@ -430,7 +374,7 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 			return -err; /* the program has other addresses to try */
 	} else if (c->fallback) {
 		/* Backing off, but the program can go elsewhere: no wait. */
-		return retry_loop_once(c);
+		return plain_attempt(c, atomic_load(&c->e->state), bs_now());
 	}
 	return retry_loop(c);
 }
@@ -439,8 +383,10 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key)
 {
 	struct call c; /* the fast path fills what it uses; backoff_connect the rest */
-	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key;
+	c.cfg = cfg, c.fd = fd, c.dest = (struct bs_dest){key, addr, len};
 	c.e = bs_table_find(bs_tab(), key);
+	if (c.e)
+		bs_shared_forget_stale(cfg, c.e);
 	uint64_t s = c.e ? atomic_load_explicit(&c.e->state, memory_order_acquire) : 0;
 	uint64_t t0 = 0;
 	int err = 0;
@@ -462,7 +408,7 @@ int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct soc
 {
 	/* as the caller saw it before its attempt: no entry, never failed */
 	struct call c;
-	c.cfg = cfg, c.fd = fd, c.addr = addr, c.len = len, c.key = key, c.e = NULL;
+	c.cfg = cfg, c.fd = fd, c.dest = (struct bs_dest){key, addr, len}, c.e = NULL;
 	int r = first_failed(&c, t0, err);
 	return r != AGAIN ? r : backoff_connect(&c, 0, t0, err);
 }

@@ -25,7 +25,6 @@
 
 #include <errno.h>
 
-
 /* ---- registrations ---- */
 
 /* A call on a parked socket's registration, answered here: 1 if so, its
@@ -150,11 +149,12 @@ static int screened(const struct call *c, struct epoll_event *e)
 	}
 }
 
-/* Screen the n reports, dropping the hidden ones. Returns how many are
- * left, or -EINTR. */
-static int screen(const struct call *c, int n)
+/* One round: the wait, then its n reports screened, the hidden ones
+ * dropped. Returns how many are left, or -errno (-EINTR from a screen). */
+static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 {
-	int kept = 0;
+	const struct call *c = call;
+	int n = real_wait(c, bs_defer_round_wait(now, c->deadline, wake)), kept = 0;
 	for (int i = 0; i < n; i++) {
 		int k = screened(c, &c->ev[i]);
 		if (k < 0)
@@ -162,19 +162,7 @@ static int screen(const struct call *c, int n)
 		if (k)
 			c->ev[kept++] = c->ev[i];
 	}
-	return kept;
-}
-
-static int wait_round(void *call, uint64_t now)
-{
-	const struct call *c = call;
-	uint64_t wake = bs_defer_run(now);
-	return real_wait(c, bs_defer_round_wait(now, c->deadline, wake));
-}
-
-static int screen_round(void *call, int r)
-{
-	return screen(call, r);
+	return n < 0 ? n : kept;
 }
 
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
@@ -187,7 +175,7 @@ static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *
 				      : bs_timeout_deadline_ms(now, timeout);
 	struct call c = {epfd, max, ev, deadline, mask, kind};
 	int saved = errno;
-	return bs_ret(bs_defer_rounds(&c, deadline, wait_round, screen_round), saved);
+	return bs_ret(bs_defer_rounds(&c, deadline, wait_and_screen), saved);
 }
 
 static int do_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

@@ -14,10 +14,12 @@
 #include "real.h"
 #include "ret.h"
 #include "role.h"
+#include "shared.h"
 #include "shim.h"
 #include "sock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 
 ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t n, int flags,
 		    const struct sockaddr *addr, socklen_t len)
@@ -27,12 +29,14 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 	if (cfg->policy.kind == BS_POLICY_OFF)
 		return BS_NEG(bs_real_sendto(fd, buf, n, flags, addr, len));
 	struct bs_entry *e = key ? bs_table_find(bs_tab(), key) : NULL;
+	if (e)
+		bs_shared_forget_stale(cfg, e);
+	struct bs_dest d = {key, addr, len};
 	if (e && !bs_state_may_attempt(atomic_load(&e->state))) {
-		int nb = bs_sock_is_nonblocking(fd);
+		int nb = bs_sock_has_flag(fd, O_NONBLOCK);
 		if (nb && bs_nb_mode(cfg) != BS_NB_OFF &&
 		    bs_attempt_no_wait(atomic_load(&e->state), 0, 0, now) == BS_NW_WINDOW)
 			return -bs_nb_last_err(key); /* a non-blocking call never waits */
-		struct bs_dest d = {key, addr, len};
 		int r = nb ? 0 : bs_nb_wait_due(cfg, fd, &d, now);
 		if (r < 0)
 			return r;
@@ -40,13 +44,12 @@ ssize_t bs_fastopen(const struct bs_config *cfg, int fd, const void *buf, size_t
 	now = bs_now();
 	ssize_t r = BS_NEG(bs_real_sendto(fd, buf, n, flags, addr, len));
 	if (key) {
-		struct bs_dest d = {key, addr, len};
 		if (r >= 0)
-			bs_outcome_connected(cfg, &d, fd, now);
+			bs_outcome_connected(&d, fd, now);
 		else if (r == -EINPROGRESS)
 			bs_outcome_started(cfg, fd, addr, len, key, now);
 		else if (bs_config_retries(cfg, (int)-r))
-			bs_outcome_failed_later(cfg, &d, now, (int)-r, 0);
+			bs_outcome_failed_later(cfg, &d, now, (int)-r, UINT64_MAX);
 	}
 	return r;
 }

@@ -3,6 +3,7 @@
 #include "policy.h"
 #include "real.h"
 #include "ret.h"
+#include "role.h"
 #include "shared.h"
 #include "shim.h"
 #include "util.h"
@@ -31,8 +32,9 @@ static struct bs_rules g_rules;
 __attribute__((used)) static const char g_version[] = BS_VERSION_MARK BS_VERSION;
 
 static struct bs_table g_table;
-/* the table in use: the private one until a shared one is mapped at start-up */
-struct bs_table *bs_tab_g = &g_table;
+/* the table in use: the private one until a shared one is attached
+ * (shared.c), from the first connect() on */
+struct bs_table *_Atomic bs_tab_g = &g_table;
 struct bs_fdtab bs_fdtab_g;
 static struct bs_restab g_res;
 static uint64_t g_seed;
@@ -263,9 +265,7 @@ static void log_loaded(void)
 	bs_line_str(&l, "; nonblocking ");
 	bs_line_str(&l, bs_name_of(&bs_nbmode_names, g_cfg.nonblocking));
 	bs_line_str(&l, "; table ");
-	bs_line_str(&l, bs_shared_on() ? "shared (" : "private (");
 	bs_line_str(&l, g_cfg.shared);
-	bs_line_str(&l, ")");
 	bs_line_emit(&l, BS_LOG_DEBUG);
 }
 
@@ -321,20 +321,32 @@ static void init(void)
 		const void *at = (const void *)getauxval(AT_RANDOM);
 		if (at)
 			memcpy(r, at, sizeof r);
-		g_seed = r[0] ^ bs_mix64(r[1] ^ (uint64_t)getpid());
+		g_seed = r[0] ^ bs_mix64(r[1]); /* (the kernel's 16 random bytes per exec) */
 	}
 	setup_fds();
-	if (!g_cfg.disable)
-		bs_tab_g = bs_shared_map(&g_cfg, &g_table);
+	bs_shared_setup(&g_cfg, &g_table);
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
 	bs_errno_off_g = (char *)&errno - (char *)__builtin_thread_pointer();
+	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
+	errno = saved;
+}
+
+/* The first connect() of the process (connect.c's slow path): the shared
+ * table looked for, then the fresh path enabled if it fits. Until then
+ * every connect takes the slow path, so none goes out before the table
+ * is known. */
+void bs_first_connect(void)
+{
+	static _Atomic int done;
+	if (atomic_load_explicit(&done, memory_order_acquire) || atomic_exchange(&done, 1))
+		return;
+	bs_shared_look();
+	bs_role_first_connect();
 	if (fresh_path_fits()) {
 		atomic_store(&bs_fresh_cfg_g, &g_cfg);
 		bs_fd_enable_fresh(&bs_fdtab_g);
 	}
-	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
-	errno = saved;
 }
 
 __attribute__((constructor)) static void bs_constructor(void)

@@ -12,7 +12,6 @@
  */
 #include "nonblock.h"
 
-#include "addr.h"
 #include "attempt.h"
 #include "clock.h"
 #include "custody.h"
@@ -28,7 +27,6 @@
 #include "sock.h"
 
 #include <errno.h>
-#include <poll.h>
 
 int bs_nb_last_err(uint64_t key)
 {
@@ -88,6 +86,7 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
 	if (!e || bs_role_serves(addr, len))
 		return 0; /* (a connect to one of its own listening ports goes) */
+	bs_shared_forget_stale(cfg, e);
 	int pace = bs_nb_mode(cfg) == BS_NB_PACE;
 	uint64_t o = atomic_load(&e->outcome_at);
 	enum bs_no_wait v = bs_attempt_no_wait(atomic_load(&e->state), o,
@@ -124,11 +123,11 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 	if (r != -EINPROGRESS) {
 		struct bs_dest d = {key, addr, len};
 		if (r == 0)
-			bs_outcome_connected(cfg, &d, fd, now);
+			bs_outcome_connected(&d, fd, now);
 		else if (probe && bs_config_retries(cfg, -r))
 			bs_outcome_probe_failed(&d, -r);
 		else if (bs_config_retries(cfg, -r))
-			bs_outcome_failed_later(cfg, &d, now, -r, 0);
+			bs_outcome_failed_later(cfg, &d, now, -r, UINT64_MAX);
 		return r;
 	}
 	r = bs_outcome_started(cfg, fd, addr, len, key, now);
@@ -137,36 +136,22 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 	return r;
 }
 
-/* Reconnect fd and wait for the handshake, at most until `end`. Returns 0
- * or the error. The first connect() after an error was read may report
- * ECONNABORTED (see sock.h); the next one starts afresh. */
+/* Reconnect fd and wait for the handshake, at most until `end` (sock.h's
+ * one attempt): 0, or the error; EINTR when a signal handler ran, the
+ * handshake going on (the caller decides). */
 static int reconnect_and_wait(int fd, const struct sockaddr *addr, socklen_t len, uint64_t end)
 {
-	int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
-	if (r == -ECONNABORTED)
-		r = (int)BS_NEG(bs_real_connect(fd, addr, len));
-	if (r == 0 || r == -EISCONN)
+	int err = 0;
+	switch (bs_sock_attempt(fd, addr, len, end, 0, 1, &err)) {
+	case BS_ATT_OK:
 		return 0;
-	if (r != -EINPROGRESS && r != -EALREADY)
-		return -r;
-	for (int i = 0; i < 1000; i++) {
-		uint64_t now = bs_now();
-		if (now >= end)
-			break;
-		struct pollfd p = {fd, POLLOUT, 0};
-		uint64_t ms = (end - now) / BS_NS_PER_MS + 1;
-		int n = (int)BS_NEG(bs_real_poll(&p, 1, ms > 60000 ? 60000 : (int)ms));
-		if (n == -EINTR)
-			return EINTR; /* the handshake goes on; the caller decides */
-		if (n > 0) {
-			if (p.revents & POLLNVAL)
-				return EBADF;
-			int err = bs_sock_take_error(fd);
-			return err < 0 ? -err : err;
-		}
+	case BS_ATT_EINTR:
+		return EINTR;
+	case BS_ATT_FAIL:
+		return err;
+	default:
+		return ETIMEDOUT;
 	}
-	bs_sock_abort(fd);
-	return ETIMEDOUT;
 }
 
 /* One round of retry mode: wait until due, reconnect, publish. Returns 1
@@ -194,7 +179,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		return bs_budget_stop(&a->b, BS_STOP_SIGNAL), 0;
 	}
 	if (*err == 0) {
-		bs_outcome_connected(cfg, d, fd, a0);
+		bs_outcome_connected(d, fd, a0);
 		return 0;
 	}
 	int last = bs_budget_last(&a->b, a0 + delay); /* then the give-up line says it */
@@ -250,19 +235,16 @@ static void give_up_policy(const struct bs_config *cfg, int fd, const struct bs_
 static int settled(const struct bs_config *cfg, int fd, const struct bs_dest *d, uint64_t t0,
 		   int err, uint64_t probe)
 {
-	if (cfg->policy.kind == BS_POLICY_RESPONSIVE) {
-		struct bs_entry *e = bs_table_find(bs_tab(), d->key);
-		if (e && d->addr && (err == 0 || bs_config_retries(cfg, err)))
-			bs_responsive_outcome(cfg, e, d->addr, d->len, err);
-		if (err == 0)
-			bs_outcome_paced_connected(fd, t0);
-		else
-			bs_outcome_forget(fd);
-	} else if (err == 0) {
-		bs_outcome_connected(cfg, d, fd, t0);
-	} else {
+	int paced = cfg->policy.kind == BS_POLICY_RESPONSIVE;
+	struct bs_entry *e = paced ? bs_table_find(bs_tab(), d->key) : NULL;
+	if (e && d->addr && (err == 0 || bs_config_retries(cfg, err)))
+		bs_responsive_outcome(cfg, e, d->addr, d->len, err);
+	if (err)
 		bs_outcome_forget(fd);
-	}
+	else if (paced)
+		bs_outcome_paced_connected(fd, t0);
+	else
+		bs_outcome_connected(d, fd, t0);
 	bs_outcome_let_probe_go(d->key, probe);
 	return err;
 }
@@ -289,8 +271,8 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		return err;
 	}
 	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
-	int policy_done = bs_outcome_failed_within(cfg, d, t0, err,
-						   fallback ? 0 : bs_park_budget_end(cfg, fd));
+	int policy_done = bs_outcome_failed_later(cfg, d, t0, err,
+						  fallback ? 0 : bs_park_budget_end(cfg, fd));
 	bs_outcome_let_probe_go(d->key, probe);
 	if (policy_done && !fallback && d->addr)
 		give_up_policy(cfg, fd, d, start, err);

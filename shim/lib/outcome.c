@@ -17,38 +17,31 @@
 #include "sock.h"
 
 #include <errno.h>
-#include <stddef.h>
 
-static void line_dest(struct bs_line *l, const struct bs_dest *d)
+void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t len,
+		     const char *event, int err)
 {
 	char name[128] = "?";
-	if (d->addr)
-		bs_addr_format(d->addr, d->len, name, sizeof name);
+	if (addr)
+		bs_addr_format(addr, len, name, sizeof name);
+	bs_line_start(l);
+	bs_line_event(l, event);
+	bs_line_fields(l, name, 0, UINT64_MAX, err);
 	bs_line_str(l, "connect ");
 	bs_line_str(l, name);
 	bs_line_str(l, ": ");
-	bs_line_fields(l, name, 0, UINT64_MAX, 0);
-}
-
-/* Count one more of a destination's events for the operator (status). */
-static void count(uint64_t key, size_t counter)
-{
-	struct bs_entry *e = bs_table_find(bs_tab(), key);
-	if (e)
-		atomic_fetch_add((_Atomic uint32_t *)(void *)((char *)e + counter), 1);
 }
 
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
 {
 	err = err ? err : ECONNREFUSED;
-	count(d->key, offsetof(struct bs_entry, n_giveups));
+	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+	if (e)
+		atomic_fetch_add(&e->n_giveups, 1);
 	if (bs_log_enabled(BS_LOG_ERROR)) {
 		struct bs_line l;
-		bs_line_start(&l);
-		line_dest(&l, d);
-		bs_line_event(&l, "give_up");
+		bs_outcome_line(&l, d->addr, d->len, "give_up", err);
 		l.attempt = b->attempts;
-		l.err = err;
 		bs_line_str(&l, "giving up after ");
 		bs_line_u64(&l, b->attempts);
 		bs_line_str(&l, b->attempts == 1 ? " attempt in " : " attempts in ");
@@ -64,16 +57,9 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 
 void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const char *why, int err)
 {
-	char name[128] = "?";
-	if (addr)
-		bs_addr_format(addr, len, name, sizeof name);
 	struct bs_line l;
-	bs_line_start(&l);
-	bs_line_event(&l, "pass");
-	bs_line_fields(&l, name, 0, UINT64_MAX, err);
-	bs_line_str(&l, "connect ");
-	bs_line_str(&l, name);
-	bs_line_str(&l, ": passed through (");
+	bs_outcome_line(&l, addr, len, "pass", err);
+	bs_line_str(&l, "passed through (");
 	bs_line_str(&l, why);
 	if (err) {
 		bs_line_str(&l, ": ");
@@ -83,12 +69,12 @@ void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const cha
 	bs_line_emit(&l, BS_LOG_DEBUG);
 }
 
-void bs_outcome_log_reset(const struct bs_dest *d)
+void bs_outcome_log_reset(const struct sockaddr *addr, socklen_t len)
 {
+	if (!bs_log_enabled(BS_LOG_INFO))
+		return;
 	struct bs_line l;
-	bs_line_start(&l);
-	line_dest(&l, d);
-	bs_line_event(&l, "reset");
+	bs_outcome_line(&l, addr, len, "reset", 0);
 	bs_line_str(&l, "backoff reset by the operator, trying now");
 	bs_line_emit(&l, BS_LOG_INFO);
 }
@@ -102,12 +88,9 @@ void bs_publish(struct bs_entry *e)
 static void log_failure(const struct bs_dest *d, uint32_t step, uint64_t wait, int err)
 {
 	struct bs_line l;
-	bs_line_start(&l);
-	line_dest(&l, d);
-	bs_line_event(&l, "retry");
+	bs_outcome_line(&l, d->addr, d->len, "retry", err);
 	l.attempt = step;
 	l.wait = wait;
-	l.err = err;
 	bs_line_str(&l, bs_errno_msg(err));
 	bs_line_str(&l, " (attempt ");
 	bs_line_u64(&l, step);
@@ -118,8 +101,8 @@ static void log_failure(const struct bs_dest *d, uint32_t step, uint64_t wait, i
 
 /* One failed step of e (read as `seen`) for an attempt that started at
  * `started`; the next attempt `delay` after `from`. */
-static int publish_failure(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
-			   uint64_t started, uint64_t from, uint64_t delay, int err, int quiet)
+static void publish_failure(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+			    uint64_t started, uint64_t from, uint64_t delay, int err, int quiet)
 {
 	uint32_t f = bs_state_failures(seen) + 1;
 	if (delay == BS_STOP) {
@@ -137,18 +120,17 @@ static int publish_failure(struct bs_entry *e, const struct bs_dest *d, uint64_t
 		bs_table_set_addr(bs_tab(), e, d->addr, (uint32_t)d->len);
 	bs_res_mark(bs_res(), d->key, BS_CAND_FAILED, now, BS_RES_HORIZON);
 	if (!bs_entry_fail(e, seen, started, from + delay, f, err, now))
-		return 0; /* folded into another outcome */
+		return; /* folded into another outcome */
 	atomic_store(&e->last_wait, delay);
 	if (!quiet && bs_log_enabled(BS_LOG_INFO))
 		log_failure(d, f, delay, err);
 	bs_publish(e);
-	return 1;
 }
 
-int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
-		   uint64_t t0, uint64_t delay, int err, int quiet)
+void bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+		       uint64_t t0, uint64_t delay, int err, int quiet)
 {
-	return publish_failure(e, d, seen, t0, t0, delay, err, quiet);
+	publish_failure(e, d, seen, t0, t0, delay, err, quiet);
 }
 
 /* A failure of the attempt that started at `started`, learned now, whose
@@ -158,7 +140,7 @@ static int failed_from(const struct bs_config *cfg, const struct bs_dest *d,
 		       uint64_t started, uint64_t from, int err, uint64_t announce_before)
 {
 	uint64_t now = bs_now();
-	struct bs_entry *e = bs_table_claim(bs_tab(), d->key, now, cfg->policy.max_backoff);
+	struct bs_entry *e = bs_shared_claim(d, now, cfg->policy.max_backoff);
 	if (!e)
 		return 0;
 	uint64_t s = atomic_load(&e->state), delay = bs_next_wait(cfg, e, s);
@@ -167,8 +149,8 @@ static int failed_from(const struct bs_config *cfg, const struct bs_dest *d,
 	return delay == BS_STOP;
 }
 
-int bs_outcome_failed_within(const struct bs_config *cfg, const struct bs_dest *d,
-			     uint64_t t0, int err, uint64_t announce_before)
+int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
+			    uint64_t t0, int err, uint64_t announce_before)
 {
 	return failed_from(cfg, d, t0, t0, err, announce_before);
 }
@@ -184,12 +166,6 @@ void bs_outcome_probe_failed(const struct bs_dest *d, int err)
 	atomic_store(&e->last_used, bs_now());
 }
 
-int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
-			 uint64_t t0, int err, int quiet)
-{
-	return failed_from(cfg, d, t0, t0, err, quiet ? 0 : UINT64_MAX);
-}
-
 /* The connection on fd, which connected, was lost (closed early, a send
  * error): one failed step, unless it folds into a later outcome. */
 static void lost(const struct bs_config *cfg, int fd, const struct bs_dest *d, int err)
@@ -198,15 +174,13 @@ static void lost(const struct bs_config *cfg, int fd, const struct bs_dest *d, i
 	failed_from(cfg, d, since, bs_now(), err, UINT64_MAX);
 }
 
-void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
-		       uint64_t t0)
+void bs_outcome_connected(const struct bs_dest *d, int fd, uint64_t t0)
 {
-	(void)cfg;
-	uint64_t now = t0; /* the attempt's start: close enough, and no clock read */
 	/* (Resolution records only need failures: an untried, in-flight or
-	 * connected sibling all mean "the program has somewhere to go".) */
+	 * connected sibling all mean "the program has somewhere to go".) The
+	 * attempt's start stands for now: close enough, and no clock read. */
 	if (fd >= 0)
-		bs_fd_track(bs_fds(), fd, BS_FD_PROBATION, d->key, now, t0, d->addr,
+		bs_fd_track(bs_fds(), fd, BS_FD_PROBATION, d->key, t0, t0, d->addr,
 			    d->addr ? d->len : 0);
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	uint64_t s;
@@ -222,9 +196,7 @@ void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, 
 	bs_publish(e);
 	if (n && bs_log_enabled(BS_LOG_INFO)) {
 		struct bs_line l;
-		bs_line_start(&l);
-		line_dest(&l, d);
-		bs_line_event(&l, "connected");
+		bs_outcome_line(&l, d->addr, d->len, "connected", 0);
 		l.attempt = n + 1;
 		bs_line_str(&l, "connected after ");
 		bs_line_u64(&l, n);
@@ -276,7 +248,6 @@ void bs_outcome_forget(int fd)
 {
 	bs_fd_clear(bs_fds(), fd);
 }
-
 
 struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss)
 {
@@ -379,7 +350,7 @@ static void connected_unseen(int fd, struct bs_fdslot *s)
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
 	if (d.addr && bs_cfg_for(cfg, d.addr, d.len)->policy.kind != BS_POLICY_RESPONSIVE)
-		bs_outcome_connected(cfg, &d, -1, bs_fd_since_ns(fd));
+		bs_outcome_connected(&d, -1, bs_fd_since_ns(fd));
 }
 
 void bs_outcome_closed(int fd)
@@ -409,9 +380,9 @@ void bs_outcome_closed(int fd)
 	bs_fd_renew_slot(bs_fds(), s); /* the number names nothing now */
 }
 
-void bs_owe(int fd, const struct bs_sock_ident *id, int err)
+void bs_owe(int fd, uint64_t cookie, int err)
 {
-	bs_fd_set_ident(bs_fds(), fd, id->cookie);
+	bs_fd_set_ident(bs_fds(), fd, cookie);
 	bs_fd_fail(bs_fds(), fd, err);
 }
 
@@ -432,9 +403,9 @@ int bs_owed_take(int fd)
 
 void bs_owe_now(int fd, int err)
 {
-	struct bs_sock_ident id;
-	if (bs_sock_ident(fd, &id))
-		bs_owe(fd, &id, err);
+	uint64_t cookie = bs_sock_cookie(fd);
+	if (cookie)
+		bs_owe(fd, cookie, err);
 	else
 		bs_outcome_forget(fd);
 }

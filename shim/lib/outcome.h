@@ -20,29 +20,25 @@ struct bs_dest {
 };
 
 /* A failed attempt that started at t0 on state `seen`, to be followed by a
- * wait of `delay` (counted from t0). Logs the wait unless quiet. Returns 1
- * if this call moved the state (then it also published it). */
-int bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
-		   uint64_t t0, uint64_t delay, int err, int quiet);
-/* Failure learned after the fact (EOF before the first byte, send error). */
-/* Returns 1 if the policy allows no further attempt after it. */
+ * wait of `delay` (counted from t0). Logs the wait unless quiet. */
+void bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
+		       uint64_t t0, uint64_t delay, int err, int quiet);
+/* A failure learned after the fact (a non-blocking connect's error, EOF
+ * before the first byte, a send error), announcing the next attempt only
+ * if it is due before announce_before (the time the caller's own budget
+ * ends; UINT64_MAX: always): a wait that will not happen is not announced;
+ * the give-up line follows instead. Returns 1 if the policy allows no
+ * further attempt after it. */
 int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
-			  uint64_t t0, int err, int quiet);
-/* The same, announcing the next attempt only if it is due before
- * announce_before (the time the caller's own budget ends): a wait that
- * will not happen is not announced; the give-up line follows instead. */
-int bs_outcome_failed_within(const struct bs_config *cfg, const struct bs_dest *d,
-			     uint64_t t0, int err, uint64_t announce_before);
+			    uint64_t t0, int err, uint64_t announce_before);
 /* Pace's probe inside the window failed: counted for the operator, no
  * step of the schedule (the window's own failure already is one). */
 void bs_outcome_probe_failed(const struct bs_dest *d, int err);
 /* An attempt on fd connected (probation until the first byte). */
-void bs_outcome_connected(const struct bs_config *cfg, const struct bs_dest *d, int fd,
-		       uint64_t t0);
+void bs_outcome_connected(const struct bs_dest *d, int fd, uint64_t t0);
 /* The shim read fd's connect error away (poll): owe `err` to the program's
- * next look at that socket, identified by `id` (sock.h). */
-struct bs_sock_ident;
-void bs_owe(int fd, const struct bs_sock_ident *id, int err);
+ * next look at that socket, identified by its `cookie` (sock.h). */
+void bs_owe(int fd, uint64_t cookie, int err);
 /* The error owed for fd, if fd still names the socket it was read from;
  * 0 if nothing is owed, the number now names something else (then the
  * stale slot is forgotten) or this is not the owner process (custody.h):
@@ -113,12 +109,16 @@ struct bs_budget;
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
+/* A log line about the destination addr (NULL when it cannot be read),
+ * started: "connect ADDR:PORT: ", its event and error for the JSON fields. */
+struct bs_line;
+void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t len,
+		     const char *event, int err);
 /* debug: a connect the shim let through, and why (err: the error it
- * failed with, 0 for none; addr NULL when it cannot be read). */
+ * failed with, 0 for none). */
 void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const char *why, int err);
-/* The line a waiter logs when an operator's reset woke it. */
-void bs_outcome_log_reset(const struct bs_dest *d);
-
+/* info: the operator's reset woke a waiter, or a parked socket. */
+void bs_outcome_log_reset(const struct sockaddr *addr, socklen_t len);
 
 /* The probe a connect's attempt on fd holds (0 if none), taken from its
  * slot; and letting it go once the outcome is published (no other attempt

@@ -10,7 +10,6 @@
 #include "log.h"
 #include "policy.h"
 #include "real.h"
-#include "shared.h"
 #include "sock.h"
 
 #include <errno.h>
@@ -124,13 +123,11 @@ static void rejoin_epoll_set(int fd, struct bs_fdslot *s)
 		atomic_store(&s->ep_set, 0);
 }
 
-static int log_give_up(const struct bs_config *cfg, int fd, const struct bs_budget *b, int err)
+static void log_give_up(int fd, const struct bs_budget *b, int err)
 {
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
-	(void)cfg;
 	bs_outcome_give_up(&d, b, err);
-	return 0;
 }
 
 uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd)
@@ -160,9 +157,11 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 		return 0; /* untracked destination (table full) */
 	struct bs_attempt a;
 	atomic_store(&s->resets, atomic_load(&e->resets)); /* resets before it: not its */
-	if (judge(cfg, s, e, now, err, &a).verdict == BS_END)
-		return log_give_up(cfg, fd, &a.b, err);
-	if (!bs_custody_holds(fd) || !leave_epoll_set(fd, s))
+	if (judge(cfg, s, e, now, err, &a).verdict == BS_END) {
+		log_give_up(fd, &a.b, err);
+		return 0;
+	}
+	if (bs_custody_check(fd) != BS_CUSTODY_HELD || !leave_epoll_set(fd, s))
 		return 0;
 	bs_sock_abort(fd); /* unconnected, nothing pending: ready to go again */
 	if (set_parked(s, fd))
@@ -187,8 +186,9 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 	atomic_store(&s->last_err, (uint32_t)err);
 	/* (parked before the program has looked at all: in a process with an
 	 * io_uring, it may look there) */
-	if (judge(cfg, s, e, bs_now(), 0, &a).verdict == BS_END || !bs_custody_holds(fd) ||
-	    !bs_custody_may_hide_unscreened() || !leave_epoll_set(fd, s))
+	if (judge(cfg, s, e, bs_now(), 0, &a).verdict == BS_END ||
+	    bs_custody_check(fd) != BS_CUSTODY_HELD || !bs_custody_may_hide_unscreened() ||
+	    !leave_epoll_set(fd, s))
 		return 0;
 	if (set_parked(s, fd))
 		return 1;
@@ -196,22 +196,16 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 	return 0;
 }
 
-/* The budget is spent (or the illusion cannot be kept): the program sees
- * the last real error, as without the shim. */
-static unsigned end_parked(const struct bs_config *cfg, int fd, struct bs_fdslot *s,
-			   const struct bs_budget *b)
+/* (b NULL: the illusion cannot be kept; no give-up line) */
+unsigned bs_park_spent(int fd, const struct bs_budget *b)
 {
+	struct bs_fdslot *s = slot(fd);
 	int err = (int)atomic_load(&s->last_err);
 	rejoin_epoll_set(fd, s);
 	bs_owe_now(fd, err ? err : ECONNREFUSED);
 	if (b)
-		log_give_up(cfg, fd, b, err);
+		log_give_up(fd, b, err);
 	return BS_FD_FAILED;
-}
-
-unsigned bs_park_spent(const struct bs_config *cfg, int fd, const struct bs_budget *b)
-{
-	return end_parked(cfg, fd, slot(fd), b);
 }
 
 void bs_park_rejoin(int fd)
@@ -225,18 +219,8 @@ void bs_park_end(int fd)
 	if (!bs_park_holds(fd) || (atomic_fetch_or(&s->flags, BS_FDF_BUSY) & BS_FDF_BUSY))
 		return; /* (another thread is giving it its next step) */
 	if (atomic_load(&s->state) == BS_FD_PARKED)
-		end_parked(NULL, fd, s, NULL);
+		bs_park_spent(fd, NULL);
 	atomic_fetch_and(&s->flags, ~BS_FDF_BUSY);
-}
-
-/* A parked slot whose number no longer names the parked socket (closed
- * behind the wrappers' back: fclose, a raw close): the socket is gone, and
- * with it its epoll registrations and its probe's attempt. */
-static void forget_stale(struct bs_fdslot *s)
-{
-	if (atomic_load(&s->probe))
-		bs_outcome_let_probe_go(atomic_load(&s->key), atomic_exchange(&s->probe, 0));
-	bs_fd_renew_slot(bs_fds(), s);
 }
 
 int bs_park_holds(int fd)
@@ -245,8 +229,12 @@ int bs_park_holds(int fd)
 	if (!s || atomic_load(&s->state) != BS_FD_PARKED)
 		return 0;
 	enum bs_custody c = bs_custody_check(fd);
-	if (c == BS_CUSTODY_GONE)
-		forget_stale(s);
+	if (c == BS_CUSTODY_GONE) {
+		/* closed behind the wrappers' back (fclose, a raw close): the
+		 * socket is gone, and with it its epoll registrations and its
+		 * probe's attempt */
+		bs_outcome_renew(fd);
+	}
 	return c == BS_CUSTODY_HELD;
 }
 
@@ -264,7 +252,7 @@ void bs_park_unscreened(int fd)
  * set before it execs (close-on-exec is no protection until then), so each
  * process learns its outcome from the kernel, as without the shim. One
  * parked now ends here (its last error owed to the parent's next look). */
-void bs_park_before_fork(void)
+static void before_fork(void)
 {
 	struct bs_fdtab *t = bs_fds();
 	if (!bs_fd_any_pending(t))
@@ -284,7 +272,7 @@ void bs_park_before_fork(void)
 /* In the child, the sockets the parent was connecting (or owes an error)
  * are the parent's: the child forgets them and passes its calls on them
  * through, as if the shim had never seen them. */
-void bs_park_after_fork_in_child(void)
+static void after_fork_in_child(void)
 {
 	bs_custody_start();
 	struct bs_fdtab *t = bs_fds();
@@ -299,5 +287,5 @@ void bs_park_after_fork_in_child(void)
 /* The fork hooks are park's own: registered when the library loads. */
 __attribute__((constructor)) static void park_fork_hooks(void)
 {
-	pthread_atfork(bs_park_before_fork, NULL, bs_park_after_fork_in_child);
+	pthread_atfork(before_fork, NULL, after_fork_in_child);
 }

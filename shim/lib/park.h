@@ -24,12 +24,9 @@
 #define BS_PARK_H
 
 #include <stdint.h>
-#include <time.h>
 
 #include "config.h"
 #include "shim.h"
-#include "timeout.h"
-
 
 /* Is fd parked? One load: the question of the paths that only look. */
 static inline int bs_park_is_parked(int fd)
@@ -77,15 +74,12 @@ struct bs_decision bs_park_judge(const struct bs_config *cfg, int fd, struct bs_
 /* Its budget is spent: the program sees its last real error (owed), and
  * the give-up line says why (b). Returns its state now (BS_FD_FAILED). */
 struct bs_budget;
-unsigned bs_park_spent(const struct bs_config *cfg, int fd, const struct bs_budget *b);
+unsigned bs_park_spent(int fd, const struct bs_budget *b);
 /* fd is reconnecting: back into its epoll set, if the shim took it out. */
 void bs_park_rejoin(int fd);
 
-/* fork() is about to run (pthread_atfork's prepare handler): no socket in
- * flight is hidden from now on, by either process. */
-void bs_park_before_fork(void);
-/* fork() returned in the child (pthread_atfork's child handler): the child
- * owns its copy of the fd table, and forgets the parent's connects. */
-void bs_park_after_fork_in_child(void);
+/* At fork() (park.c's atfork handlers): no socket in flight is hidden from
+ * then on, by either process; the child owns its copy of the fd table,
+ * and forgets the parent's connects. */
 
 #endif

@@ -31,8 +31,7 @@ struct call {
 	uint64_t deadline; /* the program's, BS_DEFER_NEVER for none */
 	const sigset_t *mask;
 	int is_ppoll;
-	struct pollfd *copy;        /* POLL_COPY entries on the stack */
-	const struct pollfd *used;  /* the array the last round waited on */
+	struct pollfd *copy; /* POLL_COPY entries on the stack */
 };
 
 static int real_wait(const struct call *c, struct pollfd *set, uint64_t ns)
@@ -89,27 +88,19 @@ static int report(const struct call *c, const struct pollfd *set)
 	return intr ? -EINTR : r;
 }
 
-/* One wait: on the program's own array while nothing is parked (its
+/* One round: on the program's own array while nothing is parked (its
  * reports screened in place), else on the copy with parked entries hidden. */
-static int wait_round(void *call, uint64_t now)
+static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 {
 	struct call *c = call;
-	uint64_t wake = bs_defer_run(now);
-	if (wake == BS_DEFER_NEVER) {
-		c->used = c->fds;
-		return real_wait(c, c->fds, bs_timeout_left(now, c->deadline));
+	struct pollfd *set = c->fds;
+	if (wake != BS_DEFER_NEVER) {
+		set = c->copy;
+		if (!hide_parked(c, set))
+			wake = BS_DEFER_NEVER; /* none of the program's: its own timeout */
 	}
-	c->used = c->copy;
-	if (!hide_parked(c, c->copy))
-		wake = BS_DEFER_NEVER; /* none of the program's: its own timeout */
-	return real_wait(c, c->copy, bs_defer_round_wait(now, c->deadline, wake));
-}
-
-static int screen_round(void *call, int r)
-{
-	struct call *c = call;
-	(void)r;
-	return report(c, c->used);
+	int r = real_wait(c, set, bs_defer_round_wait(now, c->deadline, wake));
+	return r < 0 ? r : report(c, set);
 }
 
 static int deferred(struct call *c)
@@ -117,7 +108,7 @@ static int deferred(struct call *c)
 	struct pollfd copy[POLL_COPY];
 	int saved = errno;
 	c->copy = copy;
-	return bs_ret(bs_defer_rounds(c, c->deadline, wait_round, screen_round), saved);
+	return bs_ret(bs_defer_rounds(c, c->deadline, wait_and_screen), saved);
 }
 
 /* Too many entries to copy: the sockets in flight among them are watched
@@ -133,7 +124,7 @@ static void unscreened(const struct call *c)
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
 static __attribute__((noinline)) int poll_watched(struct pollfd *fds, nfds_t n, int timeout)
 {
-	struct call c = {fds, n, bs_timeout_deadline_ms(bs_now(), timeout), NULL, 0, NULL, NULL};
+	struct call c = {fds, n, bs_timeout_deadline_ms(bs_now(), timeout), NULL, 0, NULL};
 	if (n > POLL_COPY) {
 		unscreened(&c);
 		return bs_real_poll(fds, n, timeout);
@@ -153,7 +144,7 @@ static __attribute__((noinline)) int ppoll_watched(struct pollfd *fds, nfds_t n,
 {
 	if (!bs_timeout_ts_valid(ts))
 		return bs_real_ppoll(fds, n, ts, mask); /* EINVAL, as without the shim */
-	struct call c = {fds, n, bs_timeout_deadline_ts(bs_now(), ts), mask, 1, NULL, NULL};
+	struct call c = {fds, n, bs_timeout_deadline_ts(bs_now(), ts), mask, 1, NULL};
 	if (n > POLL_COPY) {
 		unscreened(&c);
 		return bs_real_ppoll(fds, n, ts, mask);

@@ -18,7 +18,6 @@
 #include "nonblock.h"
 #include "outcome.h"
 #include "park.h"
-#include "policy.h"
 #include "real.h"
 #include "ret.h"
 #include "shim.h"
@@ -83,8 +82,7 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 {
 	int err = r < 0 ? (int)-r : 0;
 	const struct bs_config *cfg = bs_active();
-	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
-	if (!cfg || !s)
+	if (!cfg || !bs_fd_slot(bs_fds(), fd))
 		return r;
 	if (st == BS_FD_CONNECTING) {
 		if (r >= 0)
@@ -127,7 +125,7 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 {
 	int err = r < 0 ? (int)-r : 0;
 	const struct bs_config *cfg = bs_active();
-	if (!cfg || st == BS_FD_NONE || !bs_fd_slot(bs_fds(), o->fd))
+	if (!cfg || !bs_fd_slot(bs_fds(), o->fd))
 		return r;
 	if (st == BS_FD_CONNECTING) {
 		if (r >= 0) {
@@ -152,25 +150,13 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 
 /* ---- the read side ---- */
 
-static int watch_read(int fd, unsigned *st)
-{
-	*st = bs_fd_state(bs_fds(), fd);
-	return *st == BS_FD_CONNECTING || *st == BS_FD_PROBATION || *st == BS_FD_FAILED ||
-	       *st == BS_FD_PARKED;
-}
-
 /* The shim read a failed connect's error away (poll): the program's next
- * call on that socket gets it, as the kernel would have given it. -err if
- * owed; 0 if the number now names something else. */
-static int owed(int fd)
-{
-	return -bs_owed_take(fd);
-}
-
+ * call on that socket gets it, as the kernel would have given it, unless
+ * the number now names something else: then the call goes through. */
 static ssize_t owed_or_redo(const struct op *o)
 {
-	int r = owed(o->fd);
-	return r ? r : redo(o);
+	int err = bs_owed_take(o->fd);
+	return err ? -err : redo(o);
 }
 
 /* A parked socket (defer mode) is still connecting to the program: its
@@ -182,23 +168,22 @@ static ssize_t parked(const struct op *o)
 	unsigned st = bs_defer_run_fd(o->fd, bs_now());
 	if (st == BS_FD_NONE)
 		return redo(o);
-	int r = st == BS_FD_FAILED ? owed(o->fd) : 0;
-	return r ? r : -EAGAIN;
+	int err = st == BS_FD_FAILED ? bs_owed_take(o->fd) : 0;
+	return err ? -err : -EAGAIN;
 }
 
 /* A read-side call on an fd the shim watches (kept out of line: the hot
  * path of the wrappers is one load and a tail call). */
 static __attribute__((noinline)) ssize_t read_watched(const struct op *o)
 {
-	unsigned st;
-	if (!watch_read(o->fd, &st))
-		return redo(o);
+	unsigned st = bs_fd_state(bs_fds(), o->fd);
 	if (st == BS_FD_FAILED)
 		return owed_or_redo(o);
 	if (st == BS_FD_PARKED)
 		return parked(o);
-	ssize_t r = redo(o);
-	return read_done(o->fd, st, r);
+	if (st != BS_FD_CONNECTING && st != BS_FD_PROBATION)
+		return redo(o);
+	return read_done(o->fd, st, redo(o));
 }
 
 /* An fd the shim does not watch: the call, one check. */

@@ -9,7 +9,6 @@
  */
 #include "responsive.h"
 
-#include "addr.h"
 #include "attempt.h"
 #include "budget.h"
 #include "clock.h"
@@ -20,6 +19,7 @@
 #include "real.h"
 #include "ret.h"
 #include "role.h"
+#include "shared.h"
 #include "shim.h"
 #include "sock.h"
 
@@ -31,15 +31,8 @@ static void log_stats(const struct bs_entry *e, const struct sockaddr *addr, soc
 	enum bs_level lvl = err ? BS_LOG_INFO : BS_LOG_DEBUG;
 	if (!bs_log_enabled(lvl))
 		return;
-	char name[128];
 	struct bs_line l;
-	bs_addr_format(addr, len, name, sizeof name);
-	bs_line_start(&l);
-	bs_line_event(&l, "pace");
-	bs_line_fields(&l, name, 0, UINT64_MAX, err);
-	bs_line_str(&l, "connect ");
-	bs_line_str(&l, name);
-	bs_line_str(&l, ": ");
+	bs_outcome_line(&l, addr, len, "pace", err);
 	if (err) {
 		bs_line_str(&l, bs_errno_msg(err));
 		bs_line_str(&l, "; ");
@@ -113,23 +106,13 @@ static int give_up_with_stats(struct bs_entry *e, const struct bs_dest *d,
 	return bs_outcome_give_up(d, &a->b, last);
 }
 
-/* An attempt connected (r == 0) or is in flight (-EINPROGRESS). */
-static int started(const struct bs_config *cfg, struct bs_entry *e, int fd,
-		   const struct bs_dest *d, uint64_t t0, int r)
-{
-	if (r != 0)
-		return bs_outcome_started(cfg, fd, d->addr, d->len, d->key, t0);
-	bs_responsive_outcome(cfg, e, d->addr, d->len, 0);
-	bs_outcome_connected(cfg, d, fd, t0);
-	return 0;
-}
-
 /* The attempt model's verdicts (bs_attempt_paced), carried out. */
 int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 			  socklen_t len, uint64_t key)
 {
 	uint64_t start = bs_now();
-	struct bs_entry *e = bs_table_claim(bs_tab(), key, start, cfg->policy.max_backoff);
+	struct bs_dest d = {key, addr, len};
+	struct bs_entry *e = bs_shared_claim(&d, start, cfg->policy.max_backoff);
 	if (!e)
 		return (int)BS_NEG(bs_real_connect(fd, addr, len));
 	atomic_fetch_add(&e->n_calls, 1);
@@ -140,7 +123,6 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 	uint64_t prog = blocking ? bs_sock_sndtimeo_ns(fd) : BS_BUDGET_NO_TIMEOUT;
 	struct bs_attempt a;
 	bs_attempt_init(&a, cfg, start, prog);
-	struct bs_dest d = {key, addr, len};
 	for (;;) { /* (ends by the budget, or at a success) */
 		uint64_t iv = paced ? atomic_load(&e->interval) : 0;
 		struct bs_decision v = bs_attempt_paced(&a, iv, bs_now());
@@ -156,8 +138,13 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 		}
 		uint64_t t0 = bs_now();
 		int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
-		if (r == 0 || r == -EINPROGRESS)
-			return started(cfg, e, fd, &d, t0, r);
+		if (r == -EINPROGRESS)
+			return bs_outcome_started(cfg, fd, addr, len, key, t0);
+		if (r == 0) {
+			bs_responsive_outcome(cfg, e, addr, len, 0);
+			bs_outcome_connected(&d, fd, t0);
+			return 0;
+		}
 		if (!bs_config_retries(cfg, -r))
 			return r;
 		bs_responsive_outcome(cfg, e, addr, len, -r);

@@ -2,16 +2,13 @@
 #include "role.h"
 
 #include "addr.h"
-#include "real.h"
 #include "ret.h"
 #include "sock.h"
 
-#include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 
 _Atomic int bs_role_server_g;
 
@@ -33,13 +30,20 @@ static int listen_fds(void)
 	return n > LISTEN_FDS_MAX ? LISTEN_FDS_MAX : n;
 }
 
-/* When the library loads: an inherited listening socket makes a server. */
+/* The descriptors that may hold an inherited listening socket: inetd
+ * ("wait" services) passes its listening socket as 0; systemd passes
+ * LISTEN_FDS of them from 3 on. Read at load (the program may unset the
+ * variable), looked at by the first connect (no system call at load). */
+static int last_inherited;
+
 __attribute__((constructor)) static void role_at_load(void)
 {
-	/* inetd ("wait" services) passes its listening socket as 0;
-	 * systemd passes LISTEN_FDS of them from 3 on */
-	int last = 2 + listen_fds();
-	for (int fd = 0; fd <= last; fd++)
+	last_inherited = 2 + listen_fds();
+}
+
+void bs_role_first_connect(void)
+{
+	for (int fd = 0; fd <= last_inherited; fd++)
 		if (bs_sock_is_listening(fd)) {
 			bs_role_is_server();
 			return;

@@ -19,6 +19,9 @@
  * failover, so a refused upstream must reach it at once. */
 extern _Atomic int bs_role_server_g __attribute__((visibility("hidden")));
 void bs_role_is_server(void);
+/* The first connect() of the process: an inherited listening socket
+ * (inetd's fd 0, systemd's LISTEN_FDS) makes it a server. */
+void bs_role_first_connect(void);
 /* fd listens (listen() succeeded): the keys of the destinations it
  * serves, which are up (its own address, and loopback for a wildcard one),
  * into keys[]; returns how many (at most BS_ROLE_KEYS). */

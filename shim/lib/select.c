@@ -17,10 +17,10 @@
 #include "real.h"
 #include "ret.h"
 #include "shim.h"
+#include "sock.h"
 
 #include <errno.h>
 #include <string.h>
-
 
 struct sets {
 	fd_set r, w, e;
@@ -30,7 +30,6 @@ struct call {
 	int n;
 	fd_set *r, *w, *e;  /* the program's (any may be NULL) */
 	struct sets asked;  /* what the program asked, kept for every round */
-	struct sets got;    /* a round's sets */
 	uint64_t deadline;  /* the program's, BS_DEFER_NEVER for none */
 	const sigset_t *mask;
 	int is_pselect;
@@ -81,8 +80,9 @@ static int screen(const struct call *c, struct sets *s)
 	int left = 0;
 	for (int fd = 0; fd < c->n; fd++) {
 		int ready = FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e);
-		if (ready && bs_fd_state(bs_fds(), fd) == BS_FD_CONNECTING) {
-			enum bs_screen v = bs_defer_screen_ready(fd);
+		if (ready && bs_fd_state(bs_fds(), fd) == BS_FD_CONNECTING &&
+		    bs_sock_has_failed(fd)) {
+			enum bs_screen v = bs_defer_screen(fd);
 			if (v == BS_SCREEN_EINTR)
 				return -EINTR;
 			if (v == BS_SCREEN_HIDE)
@@ -108,34 +108,24 @@ static void hand_back(const struct call *c, const struct sets *s)
 		*c->e = s->e;
 }
 
-static int wait_round(void *call, uint64_t now)
+static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 {
 	struct call *c = call;
-	uint64_t wake = bs_defer_run(now);
-	if (!hide_parked(c, &c->got))
+	struct sets got;
+	if (!hide_parked(c, &got))
 		wake = BS_DEFER_NEVER; /* none of the program's: its own timeout */
-	return real_wait(c, &c->got, bs_defer_round_wait(now, c->deadline, wake));
-}
-
-static int screen_round(void *call, int r)
-{
-	struct call *c = call;
-	(void)r;
-	r = screen(c, &c->got);
+	int r = real_wait(c, &got, bs_defer_round_wait(now, c->deadline, wake));
 	if (r >= 0)
-		hand_back(c, &c->got);
+		r = screen(c, &got);
+	if (r >= 0)
+		hand_back(c, &got);
 	return r;
 }
 
-/* The rounds, and errno set at the end (ret.h). */
+/* The program's sets taken, the rounds, and errno set at the end (ret.h). */
 static int deferred(struct call *c)
 {
 	int saved = errno;
-	return bs_ret(bs_defer_rounds(c, c->deadline, wait_round, screen_round), saved);
-}
-
-static void take_sets(struct call *c)
-{
 	memset(&c->asked, 0, sizeof c->asked);
 	if (c->r)
 		c->asked.r = *c->r;
@@ -143,6 +133,7 @@ static void take_sets(struct call *c)
 		c->asked.w = *c->w;
 	if (c->e)
 		c->asked.e = *c->e;
+	return bs_ret(bs_defer_rounds(c, c->deadline, wait_and_screen), saved);
 }
 
 /* Linux's select writes the time left into the program's timeval (a
@@ -185,7 +176,6 @@ static __attribute__((noinline)) int select_watched(int n, fd_set *r, fd_set *w,
 						    struct timeval *tv)
 {
 	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_timeout_deadline_tv(bs_now(), tv)};
-	take_sets(&c);
 	int res = deferred(&c);
 	if (tv)
 		time_left(tv, c.deadline);
@@ -198,7 +188,6 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 {
 	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_timeout_deadline_ts(bs_now(), ts),
 			 .mask = mask, .is_pselect = 1};
-	take_sets(&c);
 	return deferred(&c);
 }
 

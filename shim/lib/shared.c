@@ -1,45 +1,53 @@
-/* shared: the table file. See shared.h. */
+/* shared: the host-wide table. See shared.h. */
 #include "shared.h"
 
+#include "addr.h"
+#include "outcome.h"
+#include "policy.h"
 #include "clock.h"
 #include "log.h"
-#include "policy.h"
+#include "ret.h"
+#include "shim.h"
 #include "shtab.h"
 
-#include "ret.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SHM_DIR "/dev/shm"
+#define LOCK_DIR "/dev/shm"
+#define SAY_EVERY (10 * BS_NS_PER_SEC) /* table lines, at most one per kind */
 
-static char g_path[256];
-static struct bs_table *g_shared; /* the mapping, if any */
-static dev_t g_dev;
-static ino_t g_ino;
+static const struct bs_config *g_cfg;
+static struct bs_table *g_private;
+static struct bs_table *_Atomic g_shared; /* the attached table, if any */
+static int g_key;
+static char g_lock_path[128];
+/* 0: not looked yet; 1: looked, none; 2: attached; 3: never (off, refused) */
+static _Atomic int g_phase;
 
 int bs_shared_on(void)
 {
-	return g_shared != NULL;
+	return atomic_load(&g_shared) != NULL;
 }
 
-static void say(const char *path, const char *what)
+static void say(enum bs_level level, const char *what, const char *why)
 {
+	if (!bs_log_enabled(level))
+		return;
 	struct bs_line l;
 	bs_line_start(&l);
 	bs_line_event(&l, "table");
 	bs_line_str(&l, "shared table ");
-	bs_line_str(&l, path);
-	bs_line_str(&l, ": ");
 	bs_line_str(&l, what);
-	bs_line_str(&l, "; using a private table");
-	bs_line_emit(&l, BS_LOG_INFO);
+	bs_line_str(&l, ": ");
+	bs_line_str(&l, why);
+	bs_line_emit(&l, level);
 }
 
 static uint64_t netns_inode(void)
@@ -50,136 +58,166 @@ static uint64_t netns_inode(void)
 	return (uint64_t)st.st_ino;
 }
 
-static int choose_path(const struct bs_config *cfg, char *out, size_t n)
+void bs_shared_setup(const struct bs_config *cfg, struct bs_table *private_table)
 {
-	if (cfg->shared[0] == '/') {
-		if (strlen(cfg->shared) >= n)
-			return 0;
-		strcpy(out, cfg->shared);
-		return 1;
-	}
-	return bs_shtab_user_path(out, n, SHM_DIR, geteuid(), netns_inode()) != 0;
-}
-
-/* The directory part of path into dir. */
-static void dir_of(const char *path, char *dir, size_t n)
-{
-	const char *slash = strrchr(path, '/');
-	size_t len = slash && slash != path ? (size_t)(slash - path) : 1;
-	if (len >= n)
-		len = n - 1;
-	memcpy(dir, path, len);
-	dir[len] = 0;
-}
-
-/* A complete new table linked at path: its fd, or -errno with *why
- * (-EEXIST: someone else linked theirs first). */
-static int create_table(const char *path, int explicit_path, const char **why)
-{
-	char dir[256], proc[64];
-	dir_of(path, dir, sizeof dir);
-	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, dir, O_TMPFILE | O_RDWR | O_CLOEXEC,
-			     explicit_path ? 0660 : 0600);
-	if (fd < 0)
-		return *why = "cannot create a file there", fd;
-	int err = posix_fallocate(fd, 0, (off_t)BS_SHTAB_SIZE);
-	struct bs_shtab_header h;
-	bs_shtab_header_init(&h);
-	if (err || BS_NEG(pwrite(fd, &h, sizeof h, 0)) != (ssize_t)sizeof h) {
-		BS_SYS(SYS_close, fd);
-		return *why = "no room for it (full?)", -ENOSPC;
-	}
-	BS_SYS(SYS_fchmod, fd, explicit_path ? 0660 : 0600); /* whatever the umask */
-	memcpy(proc, "/proc/self/fd/", 14);
-	int n = 14, v = fd;
-	char digits[12];
-	int d = 0;
-	do
-		digits[d++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	while (d)
-		proc[n++] = digits[--d];
-	proc[n] = 0;
-	int r = (int)BS_SYS(SYS_linkat, AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
-	if (r) {
-		BS_SYS(SYS_close, fd);
-		return *why = "cannot link it into place", r;
-	}
-	return fd;
-}
-
-static const char *check_file(int fd, int explicit_path)
-{
-	struct stat st;
-	struct bs_shtab_header h;
-	memset(&h, 0, sizeof h);
-	if (BS_SYS(SYS_fstat, fd, &st) != 0)
-		return "cannot stat it";
-	struct bs_shtab_stat s = {S_ISREG(st.st_mode), st.st_uid, st.st_mode, (uint64_t)st.st_size};
-	if (s.is_regular && s.size >= sizeof h &&
-	    BS_NEG(pread(fd, &h, sizeof h, 0)) != (ssize_t)sizeof h)
-		return "cannot read it";
-	enum bs_shtab_verdict v = bs_shtab_check(&s, &h, geteuid(), explicit_path);
-	if (v != BS_SHTAB_OK)
-		return bs_shtab_verdict_text(v);
-	g_dev = st.st_dev;
-	g_ino = st.st_ino;
-	return NULL;
-}
-
-/* fd or -errno */
-static int open_existing(const char *path)
-{
-	return (int)BS_SYS(SYS_openat, AT_FDCWD, path,
-			   O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-}
-
-/* Open or create the file; -1 with *why. */
-static int open_table(const char *path, int explicit_path, const char **why)
-{
-	for (int round = 0; round < 2; round++) {
-		int fd = open_existing(path);
-		if (fd == -ELOOP)
-			return *why = "a symbolic link", -1;
-		if (fd < 0 && fd != -ENOENT)
-			return *why = "cannot open it", -1;
-		if (fd < 0)
-			fd = create_table(path, explicit_path, why);
-		if (fd >= 0) {
-			if ((*why = check_file(fd, explicit_path)) == NULL)
-				return fd;
-			BS_SYS(SYS_close, fd);
-			return -1;
-		}
-		if (fd != -EEXIST)
-			return -1;
-		/* another process linked its table first: use that one */
-	}
-	return *why = "cannot open it", -1;
-}
-
-struct bs_table *bs_shared_map(const struct bs_config *cfg, struct bs_table *private_table)
-{
+	g_cfg = cfg;
+	g_private = private_table;
+	atomic_store(&bs_tab_g, private_table);
 	if (!strcmp(cfg->shared, "off") || getauxval(AT_SECURE))
-		return private_table;
-	if (!choose_path(cfg, g_path, sizeof g_path))
-		return private_table;
-	int explicit_path = cfg->shared[0] == '/';
-	const char *why = NULL;
-	int fd = open_table(g_path, explicit_path, &why);
-	if (fd < 0) {
-		say(g_path, why);
-		return private_table;
+		atomic_store(&g_phase, 3);
+}
+
+static uid_t euid(void)
+{
+	return (uid_t)getauxval(AT_EUID); /* (no system call) */
+}
+
+/* The segment attached and checked: the table, or NULL with *why. */
+static struct bs_table *attach(int id, const char **why)
+{
+	struct shmid_ds ds;
+	if (BS_SYS(SYS_shmctl, id, IPC_STAT, &ds) != 0)
+		return *why = "cannot be examined", NULL;
+	struct bs_shtab_stat st = {ds.shm_perm.uid, ds.shm_perm.cuid, ds.shm_perm.mode,
+				   (uint64_t)ds.shm_segsz};
+	enum bs_shtab_verdict v = bs_shtab_check_segment(&st, euid());
+	if (v != BS_SHTAB_OK)
+		return *why = bs_shtab_verdict_text(v), NULL;
+	long m = BS_SYS(SYS_shmat, id, NULL, 0);
+	if (m < 0)
+		return *why = "cannot be attached", NULL;
+	struct bs_shtab_header *h = (struct bs_shtab_header *)m;
+	v = bs_shtab_check_header(h);
+	if (v == BS_SHTAB_NEW)
+		bs_shtab_header_init(h); /* (whoever attaches first writes the same) */
+	else if (v != BS_SHTAB_OK) {
+		BS_SYS(SYS_shmdt, (void *)m);
+		return *why = bs_shtab_verdict_text(v), NULL;
 	}
-	void *m = mmap(NULL, BS_SHTAB_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	BS_SYS(SYS_close, fd);
-	if (m == MAP_FAILED) {
-		say(g_path, "cannot map it");
-		return private_table;
+	return (struct bs_table *)(m + BS_SHTAB_OFFSET);
+}
+
+/* Look for the table, creating it if asked; attach it. Once a process has
+ * attached one, or was refused, it looks no more. */
+static void find(int create)
+{
+	int phase = atomic_load(&g_phase);
+	if (phase >= 2 || (phase == 1 && !create))
+		return;
+	if (!g_key) {
+		const char *name = g_cfg->shared[0] == '/' ? g_cfg->shared : "";
+		g_key = bs_shtab_key(euid(), netns_inode(), name);
+		bs_shtab_lock_path(g_lock_path, sizeof g_lock_path, LOCK_DIR, g_key);
 	}
-	g_shared = (struct bs_table *)(void *)((char *)m + BS_SHTAB_OFFSET);
-	bs_futex_shared();
-	return g_shared;
+	long id = BS_SYS(SYS_shmget, g_key, 0, 0);
+	if (id == -ENOENT && create)
+		id = BS_SYS(SYS_shmget, g_key, BS_SHTAB_SIZE, IPC_CREAT | IPC_EXCL | 0600);
+	if (id == -EEXIST)
+		id = BS_SYS(SYS_shmget, g_key, 0, 0);
+	if (id == -ENOENT) {
+		atomic_store(&g_phase, 1);
+		return;
+	}
+	const char *why = "cannot be created (no room?)";
+	struct bs_table *t = id >= 0 ? attach((int)id, &why) : NULL;
+	if (!t) {
+		/* someone else's segment holds the key: not ours to judge, and
+		 * nothing the user can act on (debug); anything else, once */
+		say(id >= 0 && !strcmp(why, bs_shtab_verdict_text(BS_SHTAB_OTHER_OWNER)) ?
+			    BS_LOG_DEBUG : BS_LOG_INFO, "(System V)", why);
+		atomic_store(&g_phase, 3);
+		return;
+	}
+	struct bs_table *none = NULL;
+	if (atomic_compare_exchange_strong(&g_shared, &none, t)) {
+		bs_futex_shared();
+		atomic_store(&bs_tab_g, t);
+	}
+	atomic_store(&g_phase, 2);
+}
+
+void bs_shared_look(void)
+{
+	if (atomic_load(&g_phase) == 0)
+		find(0);
+}
+
+/* ---- claims ---- */
+
+static _Atomic uint32_t g_own;        /* entries this process made */
+static _Atomic uint64_t g_said_evict, g_said_full, g_said_damage;
+static _Atomic uint32_t g_evicted_quiet; /* evictions not said since the last line */
+
+/* Due to say a kind of line again? */
+static int due(_Atomic uint64_t *said, uint64_t now)
+{
+	uint64_t last = atomic_load(said);
+	return (!last || now - last >= SAY_EVERY) &&
+	       atomic_compare_exchange_strong(said, &last, now);
+}
+
+static void say_dest(enum bs_level level, const struct bs_dest *d, const char *what,
+		     uint32_t more)
+{
+	if (!bs_log_enabled(level))
+		return;
+	char name[128] = "?";
+	if (d->addr)
+		bs_addr_format(d->addr, d->len, name, sizeof name);
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_event(&l, "table");
+	bs_line_fields(&l, name, 0, UINT64_MAX, 0);
+	bs_line_str(&l, "connect ");
+	bs_line_str(&l, name);
+	bs_line_str(&l, ": ");
+	bs_line_str(&l, what);
+	if (more) {
+		bs_line_str(&l, " (and ");
+		bs_line_u64(&l, more);
+		bs_line_str(&l, " more since the last such line)");
+	}
+	bs_line_emit(&l, level);
+}
+
+static void tell(const struct bs_claim_note *n, const struct bs_dest *d, uint64_t now)
+{
+	if (n->damaged && due(&g_said_damage, now))
+		say(BS_LOG_ERROR, "damaged",
+		    "entries that do not check out are taken over; `backoffshim reset --all` "
+		    "rebuilds it");
+	if (n->refused && due(&g_said_full, now))
+		say_dest(BS_LOG_ERROR, d,
+			 "not retried: the table has no room (every entry near it has waiters)", 0);
+	if (!n->evicted)
+		return;
+	if (due(&g_said_evict, now))
+		say_dest(BS_LOG_INFO, d,
+			 "an older destination's schedule was dropped to make room in the table",
+			 atomic_exchange(&g_evicted_quiet, 0));
+	else
+		atomic_fetch_add(&g_evicted_quiet, 1);
+}
+
+struct bs_entry *bs_shared_claim(const struct bs_dest *d, uint64_t now, uint64_t idle)
+{
+	find(1);
+	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
+	if (e)
+		return e;
+	struct bs_claim_note note;
+	uint32_t own = atomic_load(&g_own), was = own;
+	uint32_t who = (uint32_t)BS_SYS(SYS_getpid);
+	e = bs_table_claim_as(bs_tab(), d->key, now, idle, who, &own, &note);
+	atomic_fetch_add(&g_own, own - was);
+	tell(&note, d, now);
+	return e;
+}
+
+void bs_shared_forget_stale(const struct bs_config *cfg, struct bs_entry *e)
+{
+	if (bs_entry_forget_idle(e, bs_now(), bs_policy_longest_wait(&cfg->policy)))
+		bs_publish(e);
 }
 
 /* ---- what this process knows ---- */
@@ -188,7 +226,9 @@ static _Atomic uint64_t g_known[BS_TABLE_SLOTS / 64];
 
 static size_t slot_of(const struct bs_entry *e)
 {
-	return g_shared ? (size_t)(e - g_shared->entries) : BS_TABLE_SLOTS;
+	struct bs_table *t = atomic_load(&g_shared);
+	return t && e >= t->entries && e < t->entries + BS_TABLE_SLOTS ? (size_t)(e - t->entries)
+								       : BS_TABLE_SLOTS;
 }
 
 int bs_shared_known(const struct bs_entry *e)
@@ -204,63 +244,59 @@ void bs_shared_mark_known(const struct bs_entry *e)
 		atomic_fetch_or(&g_known[i / 64], 1ull << (i % 64));
 }
 
-/* threads of this process waiting on each slot */
-static _Atomic uint16_t g_waiting[BS_TABLE_SLOTS];
+/* ---- liveness: open-file-description locks in the lock file ---- */
 
-void bs_shared_wait_begins(const struct bs_entry *e)
+/* The lock file, opened for one use: fd, or -1. It must be this user's
+ * own regular file, open to nobody else; it is never mapped. */
+static int open_lock_file(void)
 {
-	size_t i = slot_of(e);
-	if (i < BS_TABLE_SLOTS && atomic_fetch_add(&g_waiting[i], 1) == 0)
-		bs_table_waiter_add(g_shared, e, (uint32_t)getpid());
-}
-
-void bs_shared_wait_ends(const struct bs_entry *e)
-{
-	size_t i = slot_of(e);
-	if (i < BS_TABLE_SLOTS && atomic_fetch_sub(&g_waiting[i], 1) == 1)
-		bs_table_waiter_remove(g_shared, e, (uint32_t)getpid());
-}
-
-/* ---- the attempt slot's owner ---- */
-
-/* The table file again, for a lock: it must still be the file mapped. */
-static int open_for_lock(void)
-{
-	int fd = open_existing(g_path);
+	if (!g_lock_path[0])
+		return -1;
+	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, g_lock_path,
+			     O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
 	struct stat st;
-	if (fd >= 0 && (BS_SYS(SYS_fstat, fd, &st) != 0 || st.st_dev != g_dev ||
-			st.st_ino != g_ino)) {
+	if (fd >= 0 && (BS_SYS(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+			st.st_uid != euid() || (st.st_mode & 077))) {
 		BS_SYS(SYS_close, fd);
 		fd = -1;
 	}
 	return fd;
 }
 
-static struct flock range_of(const struct bs_entry *e, short type)
+/* One byte of the lock file (shtab.h says which). */
+static struct flock range_at(off_t at, short type)
 {
 	struct flock fl;
 	memset(&fl, 0, sizeof fl);
 	fl.l_type = type;
 	fl.l_whence = SEEK_SET;
-	fl.l_start = (off_t)BS_SHTAB_OFFSET + (off_t)((const char *)e - (const char *)g_shared);
-	fl.l_len = (off_t)sizeof *e;
+	fl.l_start = at;
+	fl.l_len = 1;
 	return fl;
 }
 
-int bs_shared_hold(const struct bs_entry *e)
+/* A lock on byte `at`: a token for bs_shared_release, -1 (none), or
+ * BS_SHARED_BUSY (another holds it). */
+static int hold_at(off_t at)
 {
-	if (!g_shared)
+	if (!bs_shared_on())
 		return -1;
-	int fd = open_for_lock();
+	int fd = open_lock_file();
 	if (fd < 0)
 		return -1;
-	struct flock fl = range_of(e, F_WRLCK);
+	struct flock fl = range_at(at, F_WRLCK);
 	long r = BS_SYS(SYS_fcntl, fd, F_OFD_SETLK, &fl);
 	if (r != 0) {
 		BS_SYS(SYS_close, fd);
 		fd = r == -EAGAIN || r == -EACCES ? BS_SHARED_BUSY : -1;
 	}
 	return fd;
+}
+
+int bs_shared_hold(const struct bs_entry *e)
+{
+	size_t i = slot_of(e);
+	return i < BS_TABLE_SLOTS ? hold_at((off_t)bs_shtab_probe_byte((unsigned)i)) : -1;
 }
 
 void bs_shared_release(int token)
@@ -271,13 +307,42 @@ void bs_shared_release(int token)
 
 int bs_shared_held_elsewhere(const struct bs_entry *e)
 {
-	if (!g_shared)
-		return 0;
-	int fd = open_for_lock();
+	size_t i = slot_of(e);
+	int fd = i < BS_TABLE_SLOTS ? open_lock_file() : -1;
 	if (fd < 0)
 		return 0;
-	struct flock fl = range_of(e, F_WRLCK);
+	struct flock fl = range_at((off_t)bs_shtab_probe_byte((unsigned)i), F_WRLCK);
 	int held = BS_SYS(SYS_fcntl, fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 	BS_SYS(SYS_close, fd);
 	return held;
+}
+
+/* ---- waiting processes ---- */
+
+/* per slot: threads of this process waiting on it, and its cell's lock
+ * (the lock file's fd + 1; 0: none) */
+static _Atomic uint16_t g_waiting[BS_TABLE_SLOTS];
+static _Atomic int g_cell_lock[BS_TABLE_SLOTS];
+
+void bs_shared_wait_begins(const struct bs_entry *e)
+{
+	size_t i = slot_of(e);
+	if (i >= BS_TABLE_SLOTS)
+		return;
+	int first = atomic_fetch_add(&g_waiting[i], 1) == 0;
+	int cell = bs_table_waiter_add(atomic_load(&g_shared), e, (uint32_t)BS_SYS(SYS_getpid));
+	if (!first || cell < 0)
+		return;
+	int fd = hold_at((off_t)bs_shtab_waiter_byte((unsigned)i, (unsigned)cell));
+	atomic_store(&g_cell_lock[i], fd >= 0 ? fd + 1 : 0);
+}
+
+void bs_shared_wait_ends(const struct bs_entry *e)
+{
+	size_t i = slot_of(e);
+	if (i >= BS_TABLE_SLOTS)
+		return;
+	bs_table_waiter_remove(atomic_load(&g_shared), e, (uint32_t)BS_SYS(SYS_getpid));
+	if (atomic_fetch_sub(&g_waiting[i], 1) == 1)
+		bs_shared_release(atomic_exchange(&g_cell_lock[i], 0) - 1);
 }

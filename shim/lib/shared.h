@@ -1,23 +1,25 @@
 /*
- * shared: where the per-destination table lives (issue 10). By default one
- * table per effective uid and network namespace, in /dev/shm; `shared =
- * off` keeps it private; an absolute path names a table that a group of
- * services share.
+ * shared: the host-wide table (shtab.h): one per effective uid and network
+ * namespace, a System V segment of mode 0600; `shared = off` keeps the
+ * table private, `shared = NAME` (an absolute path) picks another table of
+ * the same user.
  *
- * Promise: bs_shared_map() runs once at start-up, before any interposed
- * call needs the table. It never fails the program: every problem (a
- * symlink, another user's file, a truncated, corrupted or other-version
- * file, /dev/shm missing, full or read-only) gives one log line naming the
- * file and a private table. A new file is created complete (O_TMPFILE,
- * posix_fallocate, header, then linked into place), so nobody ever sees a
- * half-made table or waits for one. A setuid or secure-exec process always
- * uses a private table.
+ * Promise: the table is advice, never a hazard. Start-up makes no system
+ * call for it; a process looks for the table at its first connect() (it
+ * never creates one then) and creates it at its first failure, so a
+ * program that never connects, or never fails, makes none. Nobody can
+ * truncate a segment under a process, no other user can have written or
+ * be sharing an attached one, and everything read from it is checked
+ * (table.h). Every problem keeps the private table: one line (a debug line
+ * when another user's segment holds the key). A setuid or secure-exec
+ * process always keeps its private table.
  *
- * The attempt slot's owner (issue 10's "a process killed while it holds a
- * destination's attempt") is tracked with an open-file-description lock on
- * the entry's byte range of the file, taken by the prober for the length of
- * its attempt and released by the kernel if it dies. These are syscalls on
- * the attempt path only (bs_shared_hold/release/held_elsewhere).
+ * Liveness: a prober holds an open-file-description lock on its entry's
+ * byte of the table's lock file (shtab.h) for the length of its attempt,
+ * and a waiting process on its waiter cell's byte; the kernel drops them
+ * when the process dies, so others (and `backoffshim status`) can tell a
+ * live owner from a dead one. These are system calls on the attempt and
+ * wait paths only.
  */
 #ifndef BS_SHARED_H
 #define BS_SHARED_H
@@ -25,8 +27,23 @@
 #include "config.h"
 #include "table.h"
 
-/* Map the table cfg asks for, or return `private_table`. */
-struct bs_table *bs_shared_map(const struct bs_config *cfg, struct bs_table *private_table);
+/* At start-up: the settings, and the private table in use until a shared
+ * one is attached. No system call. */
+void bs_shared_setup(const struct bs_config *cfg, struct bs_table *private_table);
+/* A connect() is about to use the table: attach the shared one if it
+ * exists (the first time only; never creates it). */
+void bs_shared_look(void);
+/* The entry of destination d, claimed (the shared table attached, or
+ * created, first): as bs_table_claim_as, with this process as the creator,
+ * and its evictions, refusals and damage said (one line per kind per 10 s
+ * at most). NULL: untracked (said). */
+struct bs_dest;
+struct bs_entry *bs_shared_claim(const struct bs_dest *d, uint64_t now, uint64_t idle);
+
+/* e's failures are forgotten if nobody attempted it for the policy's
+ * longest wait past its due time (table.h: bs_entry_forget_idle), and the
+ * change published: the next attempt starts a new schedule. */
+void bs_shared_forget_stale(const struct bs_config *cfg, struct bs_entry *e);
 
 /* Is the table shared with other processes? */
 int bs_shared_on(void);
@@ -44,7 +61,8 @@ void bs_shared_release(int token);
 int bs_shared_held_elsewhere(const struct bs_entry *e);
 
 /* A thread of this process begins or ends a wait on e: the process is
- * listed among e's waiting processes while any of its threads waits. */
+ * listed among e's waiting processes, its cell's lock held, while any of
+ * its threads waits. */
 void bs_shared_wait_begins(const struct bs_entry *e);
 void bs_shared_wait_ends(const struct bs_entry *e);
 

@@ -40,11 +40,14 @@ static inline const struct bs_config *bs_cfg_for(const struct bs_config *cfg,
 {
 	return bs_config_for(cfg, addr, len, bs_name_has, NULL);
 }
-extern struct bs_table *bs_tab_g __attribute__((visibility("hidden")));
+extern struct bs_table *_Atomic bs_tab_g __attribute__((visibility("hidden")));
 static inline struct bs_table *bs_tab(void)
 {
-	return bs_tab_g;
+	return atomic_load_explicit(&bs_tab_g, memory_order_acquire);
 }
+/* The first connect() of the process: the shared table looked for, then
+ * the fresh path enabled if the settings allow it (init.c). */
+void bs_first_connect(void);
 /* The fd table, read directly on the hot path of every read/write. */
 extern struct bs_fdtab bs_fdtab_g __attribute__((visibility("hidden")));
 static inline struct bs_fdtab *bs_fds(void)

@@ -22,13 +22,23 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int ident(int fd, struct bs_sock_ident *id);
-
 /* Raw syscalls: the shim's own socket calls must never land in a wrapper.
  * 0 or -errno. */
 static int sys_getsockopt(int fd, int lvl, int opt, void *v, socklen_t *l)
 {
 	return (int)BS_SYS(SYS_getsockopt, fd, lvl, opt, v, l);
+}
+
+/* fd's SO_COOKIE into *cookie: 0, or -errno of the query. */
+static int cookie_of(int fd, uint64_t *cookie)
+{
+	uint64_t c = 0;
+	socklen_t l = sizeof c;
+	int r = sys_getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &l);
+	if (r || l != sizeof c || !c)
+		return r ? r : -ENOTSOCK;
+	*cookie = c;
+	return 0;
 }
 
 int bs_sock_is_stream(int fd)
@@ -42,12 +52,6 @@ int bs_sock_is_stream(int fd)
 static long get_fl(int fd)
 {
 	return BS_SYS(SYS_fcntl, fd, F_GETFL);
-}
-
-int bs_sock_is_nonblocking(int fd)
-{
-	long fl = get_fl(fd);
-	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 int bs_sock_has_flag(int fd, int flag)
@@ -116,19 +120,11 @@ int bs_sock_peer_is(int fd, uint64_t key)
 	return r == -ENOTCONN;
 }
 
-int bs_sock_sndtimeo(int fd, struct timeval *tv)
-{
-	socklen_t l = sizeof *tv;
-	memset(tv, 0, sizeof *tv);
-	if (sys_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, tv, &l))
-		return 0;
-	return tv->tv_sec || tv->tv_usec;
-}
-
 uint64_t bs_sock_sndtimeo_ns(int fd)
 {
-	struct timeval tv;
-	if (!bs_sock_sndtimeo(fd, &tv))
+	struct timeval tv = {0, 0};
+	socklen_t l = sizeof tv;
+	if (sys_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) || (!tv.tv_sec && !tv.tv_usec))
 		return BS_BUDGET_NO_TIMEOUT;
 	return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000;
 }
@@ -142,12 +138,6 @@ void bs_sock_abort(int fd)
 	sa.sa_family = AF_UNSPEC;
 	BS_SYS(SYS_connect, fd, &sa, sizeof sa);
 	bs_sock_take_error(fd);
-}
-
-/* Is fd connected (a peer to name)? */
-static int handshake_done(int fd)
-{
-	return bs_sock_has_peer(fd);
 }
 
 /* Start a connect without blocking (0 or -errno), leaving the socket as
@@ -187,20 +177,14 @@ static int wait_handshake(int fd, uint64_t deadline)
 	return r < 0 ? r : r > 0;
 }
 
-static int same_ident(const struct bs_sock_ident *a, int fd)
-{
-	struct bs_sock_ident b;
-	return bs_sock_ident(fd, &b) && b.cookie == a->cookie;
-}
-
-/* The outcome of a handshake in flight on fd (socket `id`), by `deadline`. */
-static enum bs_sock_outcome await_handshake(int fd, const struct bs_sock_ident *id,
-				       uint64_t deadline, int prog_cut, int prog_has_tv,
-				       int *err)
+/* The outcome of a handshake in flight on fd (its socket's `cookie`), by
+ * `deadline`. */
+static enum bs_sock_outcome await_handshake(int fd, uint64_t cookie, uint64_t deadline,
+					    int prog_cut, int prog_has_tv, int *err)
 {
 	for (;;) {
 		int w = wait_handshake(fd, deadline);
-		if (!same_ident(id, fd)) {
+		if (bs_sock_cookie(fd) != cookie) {
 			/* closed by another thread (maybe reused): the kernel
 			 * finishes the attempt on a socket nobody can name */
 			*err = EBADF;
@@ -216,7 +200,7 @@ static enum bs_sock_outcome await_handshake(int fd, const struct bs_sock_ident *
 			int e = bs_sock_take_error(fd);
 			if (e < 0)
 				e = 0; /* as before: a failed read counts as no error */
-			if (e == 0 && handshake_done(fd))
+			if (e == 0 && bs_sock_has_peer(fd))
 				return BS_ATT_OK;
 			if (e == 0 && bs_now() < deadline)
 				continue; /* woken without an outcome yet */
@@ -229,7 +213,7 @@ static enum bs_sock_outcome await_handshake(int fd, const struct bs_sock_ident *
 			}
 		}
 		/* the deadline (or a wait that cannot be made: ENOMEM...) */
-		if (handshake_done(fd))
+		if (bs_sock_has_peer(fd))
 			return BS_ATT_OK; /* completed as the time ran out: keep it */
 		if (prog_cut)
 			return BS_ATT_PROG_TIMEOUT; /* left running, as the kernel does */
@@ -261,8 +245,8 @@ static enum bs_sock_outcome unix_queue_full(int fd, const struct sockaddr *addr,
 enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
 				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
 {
-	struct bs_sock_ident id;
-	int r = ident(fd, &id);
+	uint64_t cookie = 0;
+	int r = cookie_of(fd, &cookie);
 	if (r < 0) {
 		*err = -r;
 		return BS_ATT_FAIL;
@@ -278,16 +262,7 @@ enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, sockle
 		*err = -r;
 		return BS_ATT_FAIL;
 	}
-	return await_handshake(fd, &id, deadline, prog_cut, prog_has_tv, err);
-}
-
-/* An error pending on fd, seen without taking it (SO_ERROR would clear it
- * and so take it from the program). */
-static int error_pending(int fd)
-{
-	struct pollfd p = {fd, 0, 0};
-	struct timespec zero = {0, 0};
-	return BS_SYS(SYS_ppoll, &p, 1, &zero, NULL, 8) == 1 && (p.revents & POLLERR);
+	return await_handshake(fd, cookie, deadline, prog_cut, prog_has_tv, err);
 }
 
 int bs_sock_peer_took_all(int fd)
@@ -301,24 +276,13 @@ int bs_sock_peer_took_all(int fd)
 	    BS_SYS(SYS_ioctl, fd, SIOCOUTQ, &unsent))
 		return 0;
 	/* bytes_acked counts the SYN as 1: more means data of ours was acked */
-	return ti.tcpi_bytes_acked > 1 && unsent == 0 && !error_pending(fd);
+	return ti.tcpi_bytes_acked > 1 && unsent == 0 && !bs_sock_has_failed(fd);
 }
 
-/* bs_sock_ident: 0, or -errno of the query. */
-static int ident(int fd, struct bs_sock_ident *id)
+uint64_t bs_sock_cookie(int fd)
 {
-	uint64_t c = 0;
-	socklen_t l = sizeof c;
-	int r = sys_getsockopt(fd, SOL_SOCKET, SO_COOKIE, &c, &l);
-	if (r || l != sizeof c || !c)
-		return r ? r : -ENOTSOCK;
-	id->cookie = c;
-	return 0;
-}
-
-int bs_sock_ident(int fd, struct bs_sock_ident *id)
-{
-	return ident(fd, id) == 0;
+	uint64_t c;
+	return cookie_of(fd, &c) == 0 ? c : 0;
 }
 
 uint32_t bs_gettid(void)

@@ -29,15 +29,12 @@
 
 #include <stdint.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 /* The queries below are the only ones the shim makes of a socket. Each
  * leaves errno as it found it and returns its answer. */
 
 /* 1 if fd is a SOCK_STREAM socket. */
 int bs_sock_is_stream(int fd);
-/* 1 if fd has O_NONBLOCK set (0 if it has not, or is no fd). */
-int bs_sock_is_nonblocking(int fd);
 /* getsockopt(SO_ERROR): the pending error, which the kernel clears by this
  * very read (so call it exactly where the error is to be taken); 0 if none;
  * -errno if the query itself failed. */
@@ -48,7 +45,8 @@ int bs_sock_has_peer(int fd);
  * socket that lost its peer (reset: ENOTCONN); 0 for another peer, or for a
  * number that now names a file or pipe (ENOTSOCK). */
 int bs_sock_peer_is(int fd, uint64_t key);
-/* 1 if fd's file status flags (F_GETFL) include `flag` (O_ASYNC...). */
+/* 1 if fd's file status flags (F_GETFL) include `flag` (O_NONBLOCK...);
+ * 0 if they do not, or fd is no fd. */
 int bs_sock_has_flag(int fd, int flag);
 /* Has fd's connect failed (an error pending, as poll sees it: POLLERR)?
  * The error is not read. */
@@ -63,9 +61,8 @@ int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 /* 1 if fd is a blocking SOCK_STREAM socket. */
 int bs_sock_is_blocking_stream(int fd);
 
-/* The program's SO_SNDTIMEO (read, never changed); returns 1 if one is set. */
-int bs_sock_sndtimeo(int fd, struct timeval *tv);
-/* The same in ns, as a budget takes it: BS_BUDGET_NO_TIMEOUT if none. */
+/* The program's SO_SNDTIMEO (read, never changed) in ns, as a budget takes
+ * it: BS_BUDGET_NO_TIMEOUT if none is set. */
 uint64_t bs_sock_sndtimeo_ns(int fd);
 
 enum bs_sock_outcome { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_ATT_EINTR };
@@ -98,10 +95,7 @@ int bs_sock_peer_took_all(int fd);
  * wrapping counter); 0 if fd is not a socket. Asked on rare paths only,
  * never on every call: libc closes and reopens fds past the wrappers
  * (fclose, open, dup, socketpair...). Checked on Linux 6.18. */
-struct bs_sock_ident {
-	uint64_t cookie;
-};
-int bs_sock_ident(int fd, struct bs_sock_ident *id);
+uint64_t bs_sock_cookie(int fd);
 
 uint32_t bs_gettid(void);
 /* Is thread tid of this process still alive? */

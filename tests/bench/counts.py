@@ -20,7 +20,9 @@ recv on a descriptor the shim does not watch; at most 150 for the client's
 socket+connect+close to a never-failed destination (an attempt's start is
 a clock read: CLOCK_MONOTONIC through the vDSO); and no system call added
 anywhere in these loops. --check also holds the connect with the shared
-table in use (three hashes) to SHARED_BOUND.
+table in use (three hashes) to SHARED_BOUND, and (issue 20) the same with
+the table holding 1 000 and 4 000 failing destinations to FILL_BOUND more
+than with no table in use: a lookup costs the same at any fill.
 """
 import os
 import re
@@ -29,6 +31,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import sysv  # noqa: E402
 
 # (worker, short length, long length, calls the shim wraps per operation)
 LOOPS = [
@@ -40,6 +45,7 @@ WARM = 1.05  # the worker adds n/20 untimed warm-up operations
 SEND_RECV_TARGET = 10.0  # per call (pingpong: 4 calls per round trip)
 CONNECT_TARGET = 150.0   # issue 19's
 SHARED_BOUND = 175.0     # with the shared table in use
+FILL_BOUND = 30.0        # issue 20's: 1 000 failing destinations cost at most this much more
 SLOPE_WOBBLE = 0.5       # a slope of two runs is a few hundredths off whole numbers
 
 
@@ -112,21 +118,24 @@ def per_op_syscalls(bench, what, n1, n2, env):
     return per
 
 
-def fail_once(lib, table):
-    """A process that fails to reach a dead port through the shim, so that
-    the shared table holds an entry when the loops run."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nobody listens there now
+def fail_many(lib, table, n, first_port=20000):
+    """Processes that fail to reach n dead ports through the shim (1 000 per
+    process, below one process's share of the table), so that the shared
+    table holds n failing destinations when the loops run."""
     env = worker_env(lib, table)
     env["BACKOFFSHIM_MAX_ATTEMPTS"] = "1"
     env["BACKOFFSHIM_LOG"] = "off"
-    code = ("import socket\ntry: socket.create_connection(('127.0.0.1', %d))\n"
-            "except OSError: pass\n" % port)
-    subprocess.run([sys.executable, "-c", code], env=env, timeout=30, check=True)
-    if os.path.getsize(table) == 0:
-        sys.exit("counts: the shared table was not created at %s" % table)
+    code = ("import socket, sys\n"
+            "for p in range(int(sys.argv[1]), int(sys.argv[2])):\n"
+            "    s = socket.socket()\n"
+            "    s.connect_ex(('127.0.0.1', p))\n"
+            "    s.close()\n")
+    for lo in range(first_port, first_port + n, 1000):
+        hi = min(lo + 1000, first_port + n)
+        subprocess.run([sys.executable, "-c", code, str(lo), str(hi)], env=env, timeout=120,
+                       check=True)
+    if sysv.find(sysv.key(table)) is None:
+        sys.exit("counts: the shared table %s was not created" % table)
 
 
 def main():
@@ -164,12 +173,22 @@ def main():
         if client > CONNECT_TARGET + SLOPE_WOBBLE:
             missed.append("socket+connect+close: %.1f instructions added (target %.0f)"
                           % (client, CONNECT_TARGET))
-        fail_once(lib, table)
+        fail_many(lib, table, 1, 19999)
         shared = client_added(bench, lib, table)
         print("  the same, with the shared table in use (another process failed first): "
               "%.1f added (bound %.0f)" % (shared, SHARED_BOUND))
         if shared > SHARED_BOUND + SLOPE_WOBBLE:
             missed.append("socket+connect+close, shared table in use: %.1f added" % shared)
+        filled = 1
+        for fill in (1000, 4000):
+            fail_many(lib, table, fill - filled, 20000 + filled)
+            filled = fill
+            full = client_added(bench, lib, table)
+            print("  the same, the table holding about %d failing destinations: %.1f added "
+                  "(bound: no table + %.0f)" % (fill, full, FILL_BOUND))
+            if full > client + FILL_BOUND + SLOPE_WOBBLE:
+                missed.append("socket+connect+close, %d failing destinations: %.1f added"
+                              % (fill, full))
         print("system calls per operation (strace -f -c; slope of two lengths):")
         for what, n1, n2, _ in LOOPS:
             plain = per_op_syscalls(bench, what, n1, n2, worker_env(None, table))
@@ -179,6 +198,9 @@ def main():
                   % (what, fmt(plain), "", fmt(shim), "(equal)" if same else "(DIFFERENT)"))
             if not same:
                 missed.append("%s: system calls differ: %s vs %s" % (what, plain, shim))
+        i = sysv.find(sysv.key(table))
+        if i is not None:
+            sysv.remove(i)
     for m in missed:
         print("counts: target missed: " + m)
     return 1 if check and missed else 0

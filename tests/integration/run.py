@@ -6,16 +6,17 @@ any -k and no -x). Prints one line per test and a closing
 "integration: N passed, N failed, N skipped" line; exits 1 if anything failed.
 
 The tests run in a network namespace of their own, with only `lo` (brought
-up here), and a mount namespace with a private /dev/shm (so no run sees
-another's shared tables): they need a raw AF_PACKET socket on lo and `unshare -m`, and must
+up here), an IPC namespace (the shared tables are System V segments: none
+outlives the run, and no run sees another's) and a mount namespace with a
+private /dev/shm (the tables' lock files): they need a raw AF_PACKET socket on lo and `unshare -m`, and must
 not meet anything on the host's loopback. run.py re-executes itself there:
-  - as an ordinary user: unshare --user --map-current-user --keep-caps --net --mount.
+  - as an ordinary user: unshare --user --map-current-user --keep-caps --net --ipc --mount.
     The user namespace gives CAP_NET_RAW and CAP_SYS_ADMIN over the new
     network and mount namespaces only; processes keep the invoking uid, so
     initdb and postgres run as that user (they refuse to run as root, mapped
     root included). A test that needs real root or a second uid raises
     lib.TestSkip and is reported as SKIP.
-  - as root: unshare --net --mount alone (no user namespace, so runuser to the
+  - as root: unshare --net --ipc --mount alone (no user namespace, so runuser to the
     postgres user and chown to other uids work as before): the same
     isolation, and every test runs.
 BACKOFFSHIM_TEST_NETNS=1 in the environment marks the re-executed run.
@@ -37,8 +38,8 @@ NS_MARK = "BACKOFFSHIM_TEST_NETNS"
 
 def unshare_cmd():
     if os.geteuid() == 0:
-        return ["unshare", "--net", "--mount"]
-    return ["unshare", "--user", "--map-current-user", "--keep-caps", "--net", "--mount"]
+        return ["unshare", "--net", "--ipc", "--mount"]
+    return ["unshare", "--user", "--map-current-user", "--keep-caps", "--net", "--ipc", "--mount"]
 
 
 def refuse(why):

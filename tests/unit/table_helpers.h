@@ -1,6 +1,6 @@
 /* Helpers shared by test_table.c and test_table_threads.c: time shorthands,
- * a zeroed table on the heap, the slot an entry sits in, filling the whole
- * table with failing destinations, and how many slots hold a key. */
+ * a zeroed table on the heap, the slot an entry sits in, and how many slots
+ * hold a key. */
 #ifndef BS_TABLE_HELPERS_H
 #define BS_TABLE_HELPERS_H
 
@@ -33,20 +33,6 @@ static inline size_t slot_of(struct bs_table *t, const struct bs_entry *e)
 static inline uint64_t nth_key(unsigned i)
 {
 	return (1ull << 60) | (uint64_t)(i + 1) * 0x10001ull;
-}
-
-/* A new table whose every slot holds nth_key(0..SLOTS) failing 3 times
- * until `next`, last used at `used`; es[i] is nth_key(i)'s entry. */
-static inline struct bs_table *fill_failing(struct bs_entry **es, uint64_t next,
-					    uint64_t used)
-{
-	struct bs_table *t = new_table();
-	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
-		es[i] = bs_table_claim(t, nth_key(i), NOW, IDLE);
-		assert_non_null(es[i]);
-		assert_int_equal(bs_entry_fail(es[i], 0, used, next, 3, ECONNREFUSED, used), 1);
-	}
-	return t;
 }
 
 /* How many slots hold key. */

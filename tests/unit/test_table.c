@@ -1,7 +1,8 @@
 /* Unit tests for table.c, the lock-free per-destination state table, single
  * threaded: find and claim, state and probe word packing, outcomes applied
- * only from the seen state, probes, reclaiming slots in a full table, a
- * million keys, capacity, and the keys a table cannot hold. Concurrent use is in test_table_threads.c. */
+ * only from the seen state, probes, a full bucket's eviction, damage, one
+ * creator's share, forgetting, a million keys, capacity, and the keys a
+ * table cannot hold. Concurrent use is in test_table_threads.c. */
 #include "table_helpers.h"
 
 #include "mix.h"
@@ -163,20 +164,24 @@ static void test_addr_and_reset(void **state)
 	atomic_store(&t->addrs[i][BS_TABLE_ADDR_WORDS - 1], ~0ull);
 	assert_int_equal(bs_table_get_addr(t, (unsigned)i, got), 0);
 
-	/* the processes waiting on it */
-	bs_table_waiter_add(t, e, 41);
-	bs_table_waiter_add(t, e, 42);
-	assert_int_equal(atomic_load(&t->waiter_pids[i][0]), 41);
-	assert_int_equal(atomic_load(&t->waiter_pids[i][1]), 42);
+	/* the processes waiting on it, and how many threads each */
+	assert_int_equal(bs_table_waiter_add(t, e, 41), 0);
+	assert_int_equal(bs_table_waiter_add(t, e, 42), 1);
+	assert_int_equal(bs_table_waiter_add(t, e, 41), 0);
+	assert_true(atomic_load(&t->waiters[i][0]) == (41ull << 32 | 2));
+	assert_true(atomic_load(&t->waiters[i][1]) == (42ull << 32 | 1));
 	bs_table_waiter_remove(t, e, 41);
-	assert_int_equal(atomic_load(&t->waiter_pids[i][0]), 0);
+	assert_true(atomic_load(&t->waiters[i][0]) == (41ull << 32 | 1));
+	bs_table_waiter_remove(t, e, 41);
+	assert_true(atomic_load(&t->waiters[i][0]) == 0);
 	for (uint32_t pid = 100; pid < 100 + BS_TABLE_WAITER_PIDS + 3; pid++)
 		bs_table_waiter_add(t, e, pid); /* more than the cells: the rest unlisted */
+	assert_int_equal(bs_table_waiter_add(t, e, 999), -1);
 	bs_table_waiter_remove(t, e, 42);
 	bs_table_waiter_remove(t, e, 999); /* not listed: nothing */
 	unsigned listed = 0;
 	for (unsigned k = 0; k < BS_TABLE_WAITER_PIDS; k++)
-		listed += atomic_load(&t->waiter_pids[i][k]) != 0;
+		listed += atomic_load(&t->waiters[i][k]) != 0;
 	assert_int_equal(listed, BS_TABLE_WAITER_PIDS - 1);
 
 	uint64_t s = atomic_load(&e->state);
@@ -229,67 +234,158 @@ static void test_probe(void **state)
 	free(t);
 }
 
-/* A table full of failing entries refuses a new key until one goes idle;
- * healthy entries and expired probes make way at once. */
-static void test_reclaim(void **state)
+/* n distinct valid keys that fall into bucket b, from nth_key(from) on. */
+static unsigned keys_in_bucket(unsigned b, uint64_t *out, unsigned n, unsigned from)
+{
+	unsigned got = 0;
+	for (unsigned i = from; got < n; i++)
+		if (bs_table_bucket(nth_key(i)) == b)
+			out[got++] = nth_key(i);
+	return got;
+}
+
+/* A failing entry for key, its next attempt at next, last used at used. */
+static struct bs_entry *failing(struct bs_table *t, uint64_t key, uint64_t next, uint64_t used)
+{
+	struct bs_entry *e = bs_table_claim(t, key, used, IDLE);
+	assert_non_null(e);
+	assert_int_equal(bs_entry_fail(e, 0, used, next, 3, ECONNREFUSED, used), 1);
+	return e;
+}
+
+/* A full bucket gives way in order: a healthy or idle entry, else the
+ * longest-idle failing one (reported), never one with waiters or an
+ * attempt in flight; a bucket of those refuses. */
+static void test_full_bucket(void **state)
 {
 	(void)state;
-	static struct bs_entry *es[BS_TABLE_SLOTS];
-	const uint64_t newkey = nth_key(BS_TABLE_SLOTS);
+	struct bs_table *t = new_table();
+	uint64_t k[BS_TABLE_WAYS + 2];
+	keys_in_bucket(5, k, BS_TABLE_WAYS + 2, 0);
+	struct bs_entry *es[BS_TABLE_WAYS];
 	uint64_t next = NOW + 10 * SEC;
-	struct bs_table *t = fill_failing(es, next, NOW);
-	/* every slot is taken by a recent failure */
-	assert_null(bs_table_claim(t, newkey, NOW, IDLE));
-	assert_null(bs_table_claim(t, newkey, next, IDLE));
-	assert_null(bs_table_claim(t, newkey, next + IDLE, IDLE));
-	assert_null(bs_table_find(t, newkey));
-	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
-		assert_ptr_equal(bs_table_find(t, nth_key(i)), es[i]);
-
-	/* past next_at + idle one of them is reclaimed and reset */
-	uint64_t later = next + IDLE + MS;
-	struct bs_entry *n = bs_table_claim(t, newkey, later, IDLE);
+	for (unsigned i = 0; i < BS_TABLE_WAYS; i++)
+		es[i] = failing(t, k[i], next, NOW + i * SEC);
+	/* a healthy one goes first, and nothing is reported */
+	assert_int_equal(bs_entry_ok(es[3]), 3);
+	struct bs_claim_note note;
+	struct bs_entry *n = bs_table_claim_as(t, k[8], NOW, IDLE, 0, NULL, &note);
+	assert_ptr_equal(n, es[3]);
+	assert_int_equal(note.evicted, 0);
+	assert_null(bs_table_find(t, k[3]));
+	assert_int_equal(bs_entry_fail(n, 0, NOW, next, 1, ECONNREFUSED, NOW), 1);
+	/* all failing: the longest idle goes, unless it has waiters */
+	atomic_store(&es[0]->last_used, NOW + 50 * SEC);
+	atomic_store(&es[0]->state, bs_state_make(NOW - 50 * SEC, 3));
+	atomic_store(&es[0]->waiting, 1);
+	n = bs_table_claim_as(t, k[9], NOW, IDLE, 0, NULL, &note);
 	assert_non_null(n);
-	assert_ptr_equal(bs_table_find(t, newkey), n);
-	assert_int_equal(atomic_load(&n->state), 0);
-	assert_int_equal(atomic_load(&n->last_used), later);
-	unsigned gone = 0;
-	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
-		gone += bs_table_find(t, nth_key(i)) == NULL;
-	assert_int_equal(gone, 1);
+	assert_true(n != es[0]);
+	assert_true(note.evicted != 0 && note.evicted != k[0]);
+	assert_ptr_equal(bs_table_find(t, k[0]), es[0]);
+	/* every way pinned (waiters, or an attempt in flight): refused */
+	for (unsigned i = 0; i < BS_TABLE_WAYS; i++)
+		atomic_store(&t->entries[bs_table_bucket(k[0]) * BS_TABLE_WAYS + i].waiting, 1);
+	atomic_store(&es[1]->waiting, 0);
+	assert_true(bs_probe_take(es[1], 0, bs_probe_make(NOW + 20 * SEC, 7)));
+	uint64_t other[1];
+	keys_in_bucket(5, other, 1, 100000);
+	assert_null(bs_table_claim_as(t, other[0], NOW, IDLE, 0, NULL, &note));
+	assert_int_equal(note.refused, 1);
+	/* once the probe is stale, its way may go */
+	assert_ptr_equal(bs_table_claim_as(t, other[0], NOW + 22 * SEC, IDLE, 0, NULL, &note),
+			 es[1]);
+	free(t);
+}
+
+/* Damaged ways (a key word whose check does not agree, garbage) are taken
+ * first and counted; random bytes over the whole table crash nothing,
+ * loop nowhere, and every claim still finds room. */
+static void test_damage(void **state)
+{
+	(void)state;
+	struct bs_table *t = new_table();
+	struct bs_entry *e = failing(t, nth_key(1), NOW + 10 * SEC, NOW);
+	size_t i = slot_of(t, e);
+	atomic_store(&t->meta[i], 12345); /* its check no longer agrees */
+	assert_null(bs_table_find(t, nth_key(1)));
+	uint64_t k[1];
+	keys_in_bucket(bs_table_bucket(nth_key(1)), k, 1, 2);
+	struct bs_claim_note note;
+	for (unsigned w = 0; w < BS_TABLE_WAYS; w++) /* fill the rest */
+		if (atomic_load(&t->keys[i / BS_TABLE_WAYS * BS_TABLE_WAYS + w]) == 0)
+			atomic_store(&t->keys[i / BS_TABLE_WAYS * BS_TABLE_WAYS + w], 77);
+	assert_ptr_equal(bs_table_claim_as(t, k[0], NOW, IDLE, 0, NULL, &note), e);
+	assert_true(note.damaged >= 1);
 	free(t);
 
-	/* recent use (last_used after next_at) keeps an entry */
-	t = fill_failing(es, next, next + 100 * SEC);
-	assert_null(bs_table_claim(t, newkey, later, IDLE));
-	assert_non_null(bs_table_claim(t, newkey, next + 100 * SEC + IDLE + 1, IDLE));
+	t = new_table();
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned char *p = (unsigned char *)t;
+	for (size_t b = 0; b < sizeof *t; b++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		p[b] = (unsigned char)x;
+	}
+	unsigned found = 0, room = 0;
+	for (unsigned j = 0; j < 2000; j++) {
+		found += bs_table_find(t, nth_key(j)) != NULL;
+		struct bs_entry *c = bs_table_claim_as(t, nth_key(j), NOW, IDLE, 0, NULL, &note);
+		room += c != NULL;
+	}
+	assert_int_equal(found, 0);
+	assert_true(room > 1900);
 	free(t);
+}
 
-	/* a healthy (ok'ed) entry is reclaimed at once, and only that one */
-	t = fill_failing(es, next, NOW);
-	const unsigned k5 = 1234, k2 = 3000;
-	assert_int_equal(bs_entry_ok(es[k5]), 3);
-	assert_ptr_equal(bs_table_claim(t, newkey, NOW, IDLE), es[k5]);
-	assert_null(bs_table_find(t, nth_key(k5)));
-	assert_false(bs_table_owns(t, es[k5], nth_key(k5)));
-	assert_true(bs_table_owns(t, es[k5], newkey));
+/* One creator holds at most its share of the table: past it, its own
+ * longest-idle entry makes way (reported); others' entries stay. */
+static void test_share(void **state)
+{
+	(void)state;
+	struct bs_table *t = new_table();
+	uint32_t own = 0, mine = 0;
+	struct bs_entry *theirs = bs_table_claim_as(t, nth_key(999999), NOW, IDLE, 9, &mine, NULL);
+	assert_non_null(theirs);
+	unsigned evicted = 0;
+	for (unsigned j = 0; j < 3000; j++) {
+		struct bs_claim_note note;
+		uint64_t now = NOW + j * MS;
+		struct bs_entry *e = bs_table_claim_as(t, nth_key(j), now, IDLE, 7, &own, &note);
+		assert_non_null(e);
+		assert_int_equal(bs_entry_fail(e, 0, now, now + 100 * SEC, 1, ECONNREFUSED, now), 1);
+		evicted += note.evicted != 0;
+		assert_true(own <= BS_TABLE_SHARE);
+	}
+	unsigned held = 0;
 	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
-		if (i != k5)
-			assert_ptr_equal(bs_table_find(t, nth_key(i)), es[i]);
+		held += (uint32_t)(atomic_load(&t->meta[i]) >> 32) == 7 &&
+			bs_table_key_valid(atomic_load(&t->keys[i]));
+	assert_true(held <= BS_TABLE_SHARE);
+	assert_true(evicted >= 3000 - BS_TABLE_SHARE);
+	assert_ptr_equal(bs_table_find(t, nth_key(999999)), theirs);
+	/* the most recent are still there */
+	assert_non_null(bs_table_find(t, nth_key(2999)));
+	free(t);
+}
 
-	/* a probe in flight pins even a healthy entry until it goes stale */
-	assert_int_equal(bs_entry_fail(es[k5], 0, NOW, next, 1, ECONNREFUSED, NOW), 1);
-	assert_int_equal(bs_entry_ok(es[k2]), 3);
-	uint64_t p = bs_probe_make(NOW + 20 * SEC, 77);
-	assert_true(bs_probe_take(es[k2], 0, p));
-	assert_null(bs_table_claim(t, nth_key(k5), NOW, IDLE));
-	assert_ptr_equal(bs_table_claim(t, nth_key(k5), bs_probe_stale_at(p), IDLE), es[k2]);
-	assert_int_equal(atomic_load(&es[k2]->probe), 0);
-	/* the reclaimed slot was re-keyed in place: every other key is still
-	 * found, wherever its probe sequence runs */
-	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
-		if (i != k2)
-			assert_non_null(bs_table_find(t, nth_key(i)));
+/* A failing entry nobody attempted for `after` past its due time starts
+ * over; a recent one, one on probation or one with a probe does not. */
+static void test_forget_idle(void **state)
+{
+	(void)state;
+	struct bs_table *t = new_table();
+	uint64_t next = NOW + 10 * SEC, after = 144 * SEC;
+	struct bs_entry *e = failing(t, nth_key(1), next, NOW);
+	assert_false(bs_entry_forget_idle(e, next + after, after));
+	uint64_t p = bs_probe_make(next + after + 5 * SEC, 3);
+	assert_true(bs_probe_take(e, 0, p));
+	assert_false(bs_entry_forget_idle(e, next + after + SEC, after));
+	bs_probe_release(e, p);
+	atomic_store(&e->attempt_at, next + 30 * SEC); /* attempted since: later */
+	assert_false(bs_entry_forget_idle(e, next + after + SEC, after));
+	assert_true(bs_entry_forget_idle(e, next + 30 * SEC + after + SEC, after));
+	assert_int_equal(atomic_load(&e->state), 0);
+	assert_false(bs_entry_forget_idle(e, UINT64_MAX / 2, after)); /* healthy */
 	free(t);
 }
 
@@ -329,37 +425,31 @@ static void test_million_keys(void **state)
 	}
 	assert_int_equal(nulls, 0);
 	assert_int_equal(bad, 0);
-	/* the keys, the entries, their addresses, the reach of each group and
-	 * a header line: nothing grows with use */
-	assert_true(sizeof *t <= BS_TABLE_SLOTS * (sizeof(uint64_t) + sizeof(struct bs_entry) +
-						   BS_TABLE_ADDR_WORDS * sizeof(uint64_t) +
-						   BS_TABLE_WAITER_PIDS * sizeof(uint32_t)) +
-					 BS_TABLE_GROUPS * sizeof(uint16_t) + 64);
-	/* the most recent keys are still there */
-	assert_non_null(bs_table_find(t, 1000000));
+	assert_non_null(bs_table_find(t, 1000000)); /* the most recent */
 	free(t);
 }
 
-/* Distinct destinations that all keep failing (recent, not idle, nothing
- * reclaimable) fit until at least 90% of the table is taken: one crowded
- * neighbourhood of the hash never leaves a destination unpaced early. */
+/* Distinct destinations that all keep failing, more than the table holds:
+ * every claim finds room (a full bucket evicts its longest idle, and says
+ * which), and every destination still held is found. */
 static void test_capacity(void **state)
 {
 	(void)state;
 	struct bs_table *t = new_table();
-	unsigned n = 0;
-	for (uint64_t k = 1; n < BS_TABLE_SLOTS; k++, n++) {
-		uint64_t key = k * 0x10001ull; /* any spread will do */
-		struct bs_entry *e = bs_table_claim(t, key, NOW, IDLE);
-		if (!e)
-			break;
-		assert_int_equal(bs_entry_fail(e, 0, NOW, NOW + 10 * SEC, 1, ECONNREFUSED, NOW), 1);
+	unsigned evicted = 0;
+	for (uint64_t k = 1; k <= 2 * BS_TABLE_SLOTS; k++) {
+		struct bs_claim_note note;
+		uint64_t now = NOW + k * MS;
+		struct bs_entry *e = bs_table_claim_as(t, k * 0x10001ull, now, IDLE, 0, NULL, &note);
+		assert_non_null(e);
+		assert_int_equal(bs_entry_fail(e, 0, now, now + 10 * SEC, 1, ECONNREFUSED, now), 1);
+		evicted += note.evicted != 0;
 	}
-	if (n < BS_TABLE_SLOTS * 9 / 10)
-		fail_msg("only %u of %u destinations found room", n, BS_TABLE_SLOTS);
-	/* every one of them is still found */
-	for (uint64_t k = 1; k <= n; k++)
-		assert_non_null(bs_table_find(t, k * 0x10001ull));
+	unsigned held = 0;
+	for (uint64_t k = 1; k <= 2 * BS_TABLE_SLOTS; k++)
+		held += bs_table_find(t, k * 0x10001ull) != NULL;
+	assert_int_equal(held + evicted, 2 * BS_TABLE_SLOTS);
+	assert_true(held > BS_TABLE_SLOTS * 9 / 10);
 	free(t);
 }
 
@@ -372,7 +462,10 @@ int main(void)
 		cmocka_unit_test(test_one_step_per_outcome),
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_addr_and_reset),
-		cmocka_unit_test(test_reclaim),
+		cmocka_unit_test(test_full_bucket),
+		cmocka_unit_test(test_damage),
+		cmocka_unit_test(test_share),
+		cmocka_unit_test(test_forget_idle),
 		cmocka_unit_test(test_million_keys),
 		cmocka_unit_test(test_capacity),
 		cmocka_unit_test(test_invalid_keys),
