@@ -36,7 +36,7 @@ MAN_PAGES  := $(BUILD)/man/backoffshim.1 $(BUILD)/man/backoffshim.ini.5
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all man deps test-deps check cross-check unit integration demo bench herd install uninstall deb clean FORCE
+.PHONY: all man deps test-deps check cross-check unit integration demo bench herd herd500 install uninstall deb clean FORCE
 all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
@@ -149,6 +149,10 @@ bench: $(SO) $(BENCH_BIN)
 herd: $(SO) $(BUILD)/progs/herdclient
 	@scripts/install-deps --check herd >/dev/null 2>&1 || scripts/install-deps herd
 	@python3 tests/herd/herd.py
+
+# Issue 20: 500 processes (HERD_N=...), blocking and parked, one shared table: SYNs per step, CPU per process; build/herd500.txt.
+herd500: $(SO) $(BUILD)/progs/herdclient $(BUILD)/progs/herdnb
+	@python3 tests/herd/herd500.py
 
 # Every file `make install` writes, so that `make uninstall` removes exactly
 # those: the command, the library, the example config, the man pages and

@@ -4,6 +4,7 @@
 #include "util.h"
 
 #include <ini.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -363,25 +364,40 @@ void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *te
 	ini_parse_stream(reader, &x, handler, &x);
 }
 
+/* A file up to SMALL_FILE is read into a static buffer, so that the
+ * library's start-up makes no allocation (malloc's mmap, brk and
+ * getrandom); a larger one, or a load while another holds the buffer, into
+ * the heap. */
+#define SMALL_FILE (64u << 10)
+static char small_buf[SMALL_FILE + 1];
+static _Atomic int small_busy;
+
 /* The file comes through read_file: see bs_config_read_fn. */
 int bs_config_load_file(struct bs_config *c, const char *path, bs_config_read_fn read_file,
 			bs_config_report_fn report, void *ctx)
 {
-	char *buf = malloc(MAX_FILE + 1);
 	const char *why = "out of memory";
-	long n = buf ? read_file(ctx, path, buf, MAX_FILE + 1, &why) : -1;
+	char *buf = atomic_exchange(&small_busy, 1) ? NULL : small_buf;
+	long n = buf ? read_file(ctx, path, buf, SMALL_FILE + 1, &why) : SMALL_FILE + 1;
+	if (n > (long)SMALL_FILE) {
+		if (buf)
+			atomic_store(&small_busy, 0);
+		buf = malloc(MAX_FILE + 1);
+		n = buf ? read_file(ctx, path, buf, MAX_FILE + 1, &why) : -1;
+	}
 	if (n > (long)MAX_FILE) {
 		why = "file larger than 1 MiB";
 		n = -1;
 	}
-	if (n < 0) {
+	if (n >= 0)
+		bs_config_parse_ini(c, path, buf, (size_t)n, report, ctx);
+	else
 		report(ctx, path, 0, NULL, NULL, why);
+	if (buf == small_buf)
+		atomic_store(&small_busy, 0);
+	else
 		free(buf);
-		return -1;
-	}
-	bs_config_parse_ini(c, path, buf, (size_t)n, report, ctx);
-	free(buf);
-	return 0;
+	return n >= 0 ? 0 : -1;
 }
 
 void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,

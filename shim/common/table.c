@@ -189,9 +189,13 @@ static enum rank rank_of(struct bs_table *t, unsigned i, uint64_t w, uint64_t no
 	if (!bs_table_slot_valid(t, i, &k))
 		return R_DAMAGED;
 	struct bs_entry *e = &t->entries[i];
-	if (probe_live(e, now) || has_waiters(t, i))
+	int idle_now = reclaimable(e, now, idle);
+	/* (live waiters keep a failing entry from going idle: each wakes by
+	 * the next due time, and its failures move it; the waiters of an idle
+	 * one were killed) */
+	if (probe_live(e, now) || (has_waiters(t, i) && !idle_now))
 		return R_PINNED;
-	return reclaimable(e, now, idle) ? R_IDLE : R_LIVE;
+	return idle_now ? R_IDLE : R_LIVE;
 }
 
 enum scan { SCAN_FOUND, SCAN_SLOT, SCAN_FULL, SCAN_AGAIN };

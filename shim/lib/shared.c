@@ -36,17 +36,25 @@ int bs_shared_on(void)
 	return atomic_load(&g_shared) != NULL;
 }
 
-static void say(enum bs_level level, const char *what, const char *why)
+/* "shared table (System V key 0x2b5a184a): WHY; using a private table"
+ * (or, for damage, what to do) */
+static void say(enum bs_level level, const char *why, const char *then)
 {
 	if (!bs_log_enabled(level))
 		return;
+	static const char hex[] = "0123456789abcdef";
+	char key[11] = "0x";
+	for (int i = 0; i < 8; i++)
+		key[2 + i] = hex[(unsigned)g_key >> (28 - 4 * i) & 15];
+	key[10] = 0;
 	struct bs_line l;
 	bs_line_start(&l);
 	bs_line_event(&l, "table");
-	bs_line_str(&l, "shared table ");
-	bs_line_str(&l, what);
-	bs_line_str(&l, ": ");
+	bs_line_str(&l, "shared table (System V key ");
+	bs_line_str(&l, key);
+	bs_line_str(&l, "): ");
 	bs_line_str(&l, why);
+	bs_line_str(&l, then);
 	bs_line_emit(&l, level);
 }
 
@@ -124,7 +132,7 @@ static void find(int create)
 		/* someone else's segment holds the key: not ours to judge, and
 		 * nothing the user can act on (debug); anything else, once */
 		say(id >= 0 && !strcmp(why, bs_shtab_verdict_text(BS_SHTAB_OTHER_OWNER)) ?
-			    BS_LOG_DEBUG : BS_LOG_INFO, "(System V)", why);
+			    BS_LOG_DEBUG : BS_LOG_INFO, why, "; using a private table");
 		atomic_store(&g_phase, 3);
 		return;
 	}
@@ -183,9 +191,8 @@ static void say_dest(enum bs_level level, const struct bs_dest *d, const char *w
 static void tell(const struct bs_claim_note *n, const struct bs_dest *d, uint64_t now)
 {
 	if (n->damaged && due(&g_said_damage, now))
-		say(BS_LOG_ERROR, "damaged",
-		    "entries that do not check out are taken over; `backoffshim reset --all` "
-		    "rebuilds it");
+		say(BS_LOG_ERROR, "damaged: entries that do not check out are taken over",
+		    "; `backoffshim reset --all` rebuilds it");
 	if (n->refused && due(&g_said_full, now))
 		say_dest(BS_LOG_ERROR, d,
 			 "not retried: the table has no room (every entry near it has waiters)", 0);

@@ -12,12 +12,12 @@ until all 100 clients are connected.
 Runs in a network and mount namespace of its own (as run.py does), with a
 private /dev/shm; only loopback is used."""
 import os
-import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
+
+from herd500 import Syns, serve  # (SYNs on lo, kernel-stamped; a recording server)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(ROOT, "build")
@@ -33,62 +33,11 @@ MARK = "BACKOFFSHIM_HERD_NS"
 
 def reexec():
     if os.geteuid() == 0:
-        cmd = ["unshare", "--net", "--mount"]
+        cmd = ["unshare", "--net", "--ipc", "--mount"]
     else:
-        cmd = ["unshare", "--user", "--map-current-user", "--keep-caps", "--net", "--mount"]
+        cmd = ["unshare", "--user", "--map-current-user", "--keep-caps", "--net", "--ipc", "--mount"]
     env = dict(os.environ, **{MARK: "1"})
     return subprocess.call(cmd + ["--", sys.executable, os.path.abspath(__file__)], env=env)
-
-
-class Syns:
-    """Times of SYNs to PORT on lo."""
-
-    def __init__(self):
-        self.times = []
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-        self.sock.bind(("lo", 0))
-        self.sock.settimeout(0.05)
-        self.stop = False
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.stop:
-            try:
-                data, addr = self.sock.recvfrom(128)
-            except socket.timeout:
-                continue
-            if addr[2] != socket.PACKET_HOST or struct.unpack("!H", data[12:14])[0] != 0x800:
-                continue
-            ip = data[14:]
-            if ip[9] != 6:
-                continue
-            tcp = ip[(ip[0] & 0xF) * 4:]
-            if struct.unpack("!H", tcp[2:4])[0] == PORT and tcp[13] & 0x12 == 0x02:
-                self.times.append(time.monotonic())
-
-    def close(self):
-        self.stop = True
-        self.thread.join(2)
-        self.sock.close()
-
-
-def serve(start, accepts, done):
-    """Listen on PORT from `start` on, recording every accept()."""
-    time.sleep(max(0, start - time.monotonic()))
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", PORT))
-    s.listen(4096)
-    s.settimeout(0.1)
-    while not done.is_set():
-        try:
-            c, _ = s.accept()
-        except socket.timeout:
-            continue
-        accepts.append(time.monotonic())
-        c.close()
-    s.close()
 
 
 def launch(case, table):
@@ -105,11 +54,12 @@ def launch(case, table):
 
 def run_case(case):
     table = os.path.join("/dev/shm", "herd-table-%s" % case)
-    syns = Syns()
+    syns = Syns(PORT, LIMIT + 5)
     accepts, done = [], threading.Event()
     t0 = time.monotonic()
     up = t0 + OUTAGE
-    server = threading.Thread(target=serve, args=(up, accepts, done), daemon=True)
+    server = threading.Thread(target=serve, args=(PORT, up, accepts, done, t0 + LIMIT, []),
+                              daemon=True)
     server.start()
     procs = launch(case, table)
     launched = time.monotonic() - t0

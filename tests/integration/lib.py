@@ -113,11 +113,13 @@ def shim_env(**extra):
 
 
 class SynSniffer:
-    """Records the time of every SYN (without ACK) sent to `port` on lo."""
+    """Records the time of every SYN (without ACK) sent to `port` on lo, and
+    in `sources` its source port (to tell two clients' SYNs apart)."""
 
     def __init__(self, port):
         self.port = port
         self.times = []
+        self.sources = []
         self.cond = threading.Condition()
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
         self.sock.bind(("lo", 0))
@@ -144,6 +146,11 @@ class SynSniffer:
     MARKER = 1  # tcpmux: nothing listens there; a SYN to it is just refused
 
     def _syn_dport(self, data):
+        ports = self._syn_ports(data)
+        return ports and ports[1]
+
+    def _syn_ports(self, data):
+        """(source port, destination port) of a SYN, or None."""
         eth_type = struct.unpack("!H", data[12:14])[0]
         p = data[14:]
         if eth_type == 0x0800 and len(p) >= 20 and p[9] == 6:
@@ -156,7 +163,7 @@ class SynSniffer:
             return None
         flags = tcp[13]
         if flags & 0x02 and not flags & 0x10:
-            return struct.unpack("!H", tcp[2:4])[0]
+            return struct.unpack("!HH", tcp[0:4])
         return None
 
     def _run(self):
@@ -169,12 +176,13 @@ class SynSniffer:
                 return
             if addr[2] != socket.PACKET_HOST:  # lo shows each packet twice
                 continue
-            dport = self._syn_dport(data)
+            sport, dport = self._syn_ports(data) or (None, None)
             if dport == self.MARKER:
                 self.ready.set()
             elif dport == self.port:
                 with self.cond:
                     self.times.append(time.monotonic())
+                    self.sources.append(sport)
                     self.cond.notify_all()
 
     def wait_for(self, n, timeout):

@@ -1,0 +1,409 @@
+"""The shared table is advice (issue 20, docs/shared-table.md): whatever
+happens to the System V segment, its lock file or the facts in it, a
+process never dies of it, never waits past its own schedule and budget,
+and behaves as it does without the shim where the shim has nothing to add.
+One test per row of the issue's table; each compares with the same program
+without the shim where that applies, and synchronises on events (status
+polls, output lines, SYNs on the wire) with bounded waits."""
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import sysv
+from lib import (BUILD, SLACK, Server, SynSniffer, TestSkip, base_env, check,
+                 finish, free_port, need_root, new_table, prog, run, shim_env, spawn)
+
+CLI = os.path.join(BUILD, "backoffshim")
+
+
+def _client(port):
+    return [prog("legacy_client"), "127.0.0.1", str(port)]
+
+
+def _status(table, env=None, ok=(0,)):
+    """`status --json --table table`: its rows (none while no process has
+    made the table). env: the settings status judges `idle` by."""
+    p = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
+                       text=True, timeout=10, env=env or base_env())
+    if p.returncode == 1 and "no table" in p.stderr:
+        return []
+    check(p.returncode in ok, "status: %r" % (p,))
+    return json.loads(p.stdout)
+
+
+def _wait_row(table, dest, pred, timeout, env=None):
+    """Polls status until the row of `dest` satisfies pred; returns it."""
+    end = time.monotonic() + timeout
+    rows = []
+    while time.monotonic() < end:
+        rows = _status(table, env)
+        for r in rows:
+            if r["destination"] == dest and pred(r):
+                return r
+        time.sleep(0.05)
+    raise AssertionError("status never matched for %s: %r" % (dest, rows))
+
+
+def _segment(table):
+    seg = sysv.find(sysv.key(table))
+    check(seg is not None, "no table segment for %s" % table)
+    return seg
+
+
+# ---- a. the segment removed, the lock file truncated, under waiters ----
+
+def test_removing_the_segment_and_truncating_the_lock_file_under_eight_waiters():
+    port = free_port()
+    table = new_table()
+    dest = "127.0.0.1:%d" % port
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ELAPSED="3s",
+                   BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s")
+    plain = run(_client(port), base_env())
+    ps = [spawn(_client(port), env) for _ in range(8)]
+    try:
+        _wait_row(table, dest, lambda r: r["waiting_processes"] >= 4, 10)
+        seg = _segment(table)
+        lock = sysv.lock_path(sysv.key(table))
+        check(os.path.exists(lock), "no lock file %s while processes wait" % lock)
+        sysv.remove(seg)
+        os.truncate(lock, 0)
+        # a newcomer after the removal: a new segment, a schedule of its own
+        late = spawn(_client(port), env)
+        outs = [finish(p, 20) for p in ps + [late]]
+    finally:
+        for p in ps:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    now = sysv.find(sysv.key(table))
+    check(now is not None and now != seg, "after the removal the late client made no table of "
+          "its own (the key's segment: %r, the removed one: %d)" % (now, seg))
+    for i, (rc, out, err) in enumerate(outs):
+        check(rc >= 0, "client %d died of signal %d: %r" % (i, -rc, err[-300:]))
+        check((rc, out) == plain[:2], "client %d: rc=%d out=%r, without the shim rc=%d out=%r "
+              "(stderr %r)" % (i, rc, out, plain[0], plain[1], err[-300:]))
+
+
+# ---- b. a prober stopped with SIGSTOP ----
+
+def test_a_prober_stopped_mid_attempt_holds_the_others_only_until_its_probe_deadline():
+    """A's attempt hangs (the listener's accept queue is full: its SYN is
+    dropped) and A is stopped with SIGSTOP: its lock stays held, but counts
+    only until the probe's deadline (the attempt timeout, 2 s, plus 1 s).
+    B, waiting on it, puts its own attempt on the wire by then, not at the
+    end of its 30 s budget; once the server is back, B connects."""
+    port = free_port()
+    table = new_table()
+    timeout, grace = 2.0, 1.0
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="200ms",
+                   BACKOFFSHIM_MAX_BACKOFF="1s", BACKOFFSHIM_JITTER="0",
+                   BACKOFFSHIM_MIN_CONNECT_TIMEOUT="%gs" % timeout,
+                   BACKOFFSHIM_MAX_ELAPSED="30s")
+    rc, _, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    check(rc == 1, "priming: %r" % err)
+    lst = socket.socket()
+    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lst.bind(("127.0.0.1", port))
+    lst.listen(0)
+    filler = socket.create_connection(("127.0.0.1", port))  # the queue is full now
+    a = b = None
+    try:
+        with SynSniffer(port) as sn:
+            a = spawn(_client(port), env)
+            check(sn.wait_for(1, 5) >= 1, "A never attempted")
+            os.kill(a.pid, signal.SIGSTOP)
+            t_a, a_src = sn.times[0], sn.sources[0]
+            b = spawn(_client(port), env)
+            # B's first SYN: the first from another source port (the kernel
+            # goes on retransmitting A's SYN while A is stopped)
+            deadline = timeout + grace
+            end = time.monotonic() + deadline + 5
+            first_b = None
+            while first_b is None and time.monotonic() < end:
+                sn.wait_for(len(sn.times) + 1, 0.2)
+                with sn.cond:
+                    first_b = next((t for t, s in zip(sn.times, sn.sources) if s != a_src),
+                                   None)
+            check(first_b is not None, "B put no attempt on the wire within %.0fs of A's "
+                  "(probe deadline %.0fs)" % (deadline + 5, deadline))
+            after = first_b - t_a
+            # B waited on A's live lock at first, and went on by about the
+            # probe deadline
+            check(after >= timeout / 2, "B attempted %.2fs after A, while A's attempt (%.0fs "
+                  "timeout) was in flight" % (after, timeout))
+            check(after <= deadline + 1.0, "B attempted %.2fs after A: the probe deadline is "
+                  "%.0fs" % (after, deadline))
+        # the server is back: B connects
+        filler.close()
+        lst.close()
+        lst = None
+        with Server(port).start():
+            rc, out, err = finish(b, 15)
+        check(rc == 0 and "hello" in out, "B once the server was back: rc=%d %r %r"
+              % (rc, out, err[-300:]))
+    finally:
+        for p in (a, b):
+            if p and p.poll() is None:
+                if p is a:
+                    os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+                p.wait()
+        filler.close()
+        if lst:
+            lst.close()
+
+
+# ---- c. one process connects to 4 500 dead ports ----
+
+SCAN = r"""
+import socket
+for port in range(20000, 24500):
+    s = socket.socket()
+    s.connect_ex(('127.0.0.1', port))
+    s.close()
+print('scanned', flush=True)
+"""
+
+
+def test_a_port_scan_from_one_process_leaves_room_for_the_others():
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, **{"BACKOFFSHIM_INITIAL_BACKOFF": "100ms",
+                                                 "BACKOFFSHIM_MAX_BACKOFF": "200ms"})
+    rc, out, err = run([sys.executable, "-c", SCAN], dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"),
+                       timeout=120)
+    check(rc == 0 and out == "scanned\n", "the scan: rc=%d %r %r" % (rc, out, err[-300:]))
+    dropped = [l for l in err.splitlines() if "dropped to make room" in l]
+    check(len(dropped) <= 3, "%d 'dropped to make room' lines: %r" % (len(dropped), dropped[:5]))
+    rows = _status(table)
+    scanned = [r for r in rows if 20000 <= int(r["destination"].rsplit(":", 1)[1]) < 24500]
+    check(0 < len(scanned) <= 4096 // 4, "the scanning process holds %d entries (its share "
+          "is a quarter of 4096)" % len(scanned))
+    port = free_port()
+    while 20000 <= port < 24500:
+        port = free_port()
+    budget = dict(BACKOFFSHIM_MAX_ELAPSED="1s")
+    with SynSniffer(port) as sn:
+        plain = run(_client(port), base_env())
+        plain_syns = sn.settled_count()
+        got = run(_client(port), dict(env, **budget))
+        syns = sn.settled_count() - plain_syns
+    check(plain_syns == 1, "without the shim: %d SYNs" % plain_syns)
+    check(got[:2] == plain[:2], "after the scan: %r, without the shim %r" % (got, plain))
+    check(syns >= 3, "after the scan another process was retried %d times in 1 s (a "
+          "private schedule: 100 ms, 160 ms, 200 ms...)" % syns)
+    rows = _status(table)
+    check(any(r["destination"] == "127.0.0.1:%d" % port for r in rows),
+          "status does not list the second process's destination")
+
+
+# ---- d. forgetting ----
+
+FORGET = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s",
+              BACKOFFSHIM_JITTER="0", BACKOFFSHIM_LOG="info")
+
+
+def _first_wait(err):
+    """The first 'next attempt in X' of a log, in seconds."""
+    m = re.search(r"next attempt in ([0-9.]+)(ms|s)\b", err)
+    check(m, "no 'next attempt in' line: %r" % err[-500:])
+    return float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+
+
+def _about(what, got, e, slack=2 * SLACK):
+    lo, hi = 0.8 * e - slack, 1.2 * e + slack
+    check(lo <= got <= hi, "%s: the first wait is %.3fs, want [%.3f, %.3f]" % (what, got, lo, hi))
+
+
+def test_an_idle_failing_entry_is_forgotten_and_its_schedule_starts_over():
+    port = free_port()
+    table = new_table()
+    dest = "127.0.0.1:%d" % port
+    env = shim_env(BACKOFFSHIM_SHARED=table, **FORGET)
+    # status judges `idle` by the policy it is given: the same as the clients'
+    status_env = base_env(BACKOFFSHIM_CONFIG="/dev/null", **FORGET)
+    rc, _, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="6"))
+    check(rc == 1 and "next attempt in 1.00s" in err, "priming to the cap: %r" % err)
+    # control: right after, the entry is not idle; a new process waits at the cap
+    rc, _, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ELAPSED="3s"))
+    check(rc == 1, "control: rc=%d %r" % (rc, err[-300:]))
+    _about("right after priming", _first_wait(err), 1.0)
+    row = _wait_row(table, dest, lambda r: r["idle"], 15, status_env)
+    check(row["failures"] >= 6, "the idle row lost its failures: %r" % row)
+    rc, _, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ELAPSED="3s"))
+    check(rc == 1, "after idle: rc=%d %r" % (rc, err[-300:]))
+    _about("once idle", _first_wait(err), 0.2)
+
+
+# ---- e. random bytes over the entries ----
+
+def test_random_bytes_over_the_entries_are_damage_said_once_and_rebuilt():
+    port = free_port()
+    table = new_table()
+    budget = 2.0
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ELAPSED="%gs" % budget,
+                   BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s")
+    run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    seg = _segment(table)
+    size = sysv.stat(seg).segsz
+    head = sysv.read(seg, 0, sysv.HEADER)
+    sysv.write(seg, sysv.HEADER, random.Random(20).randbytes(size - sysv.HEADER))
+    t0 = time.monotonic()
+    plain = run(_client(port), base_env())
+    plain_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    rc, out, err = run(_client(port), env, timeout=30)
+    took = time.monotonic() - t0
+    check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
+          % (rc, out, plain[0], plain[1], err[-400:]))
+    check(took < plain_s + budget + 1.0, "the client took %.1fs with a %.0fs budget"
+          % (took, budget))
+    # "shared table damaged: entries that do not ..." (issue 20), or, newer,
+    # "shared table (System V key 0x...): damaged: entries that do not ..."
+    damaged = [l for l in err.splitlines() if "damaged" in l]
+    check(len(damaged) == 1 and re.search(
+        r"shared table (\(System V key 0x%08x\): )?damaged: entries that do not check out "
+        r"are taken over; `backoffshim reset --all` rebuilds it" % sysv.key(table),
+        damaged[0]), "want one 'damaged' line: %r" % err)
+    check(sysv.read(seg, 0, sysv.HEADER) == head, "the header changed")
+    p = subprocess.run([CLI, "status", "--table", table], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 3 and re.search(
+        r"table %s is damaged: [0-9]+ entries do not check out; backoffshim reset --all "
+        r"rebuilds it" % re.escape(table), p.stderr), "status: %r" % (p,))
+    p = subprocess.run([CLI, "reset", "--all", "--table", table], capture_output=True,
+                       text=True, timeout=30)
+    check(p.returncode == 0, "reset --all: %r" % (p,))
+    p = subprocess.run([CLI, "status", "--table", table], capture_output=True, text=True,
+                       timeout=30)
+    check(p.returncode == 0 and not p.stderr, "status after reset --all: %r" % (p,))
+
+
+# ---- f. waiters killed: no longer counted ----
+
+def test_waiting_processes_are_counted_while_alive_only():
+    port = free_port()
+    table = new_table()
+    dest = "127.0.0.1:%d" % port
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ELAPSED="60s",
+                   BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s")
+    ps = [spawn(_client(port), env) for _ in range(3)]
+    try:
+        _wait_row(table, dest, lambda r: r["waiting_processes"] == 3, 15)
+        for p in ps:
+            p.send_signal(signal.SIGTERM)
+        rcs = [p.wait(10) for p in ps]
+    finally:
+        for p in ps:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    check(rcs == [-signal.SIGTERM] * 3, "the clients' exit statuses: %r" % rcs)
+    row = _wait_row(table, dest,
+                    lambda r: r["waiting_processes"] == 0 and r["waiting_threads"] == 0, 10)
+    check(row["failures"] >= 1, "the row: %r" % row)
+
+
+# ---- g. programs that never connect ----
+
+def test_programs_that_never_connect_make_no_table_and_few_system_calls():
+    name = new_table()
+    k = sysv.key(name)
+    env = shim_env(BACKOFFSHIM_SHARED=name)
+    for cmd in (["/bin/true"], ["echo", "hello"]):
+        plain = run(cmd, base_env())
+        got = run(cmd, env)
+        check(got == plain, "%s: with the shim %r, without %r" % (cmd, got, plain))
+    check(sysv.find(k) is None, "a segment was made for %s" % name)
+    check(not os.path.exists(sysv.lock_path(k)), "a lock file was made")
+    if not shutil.which("strace"):
+        raise TestSkip("strace is not installed (the rest passed)")
+    if os.path.exists("/etc/backoffshim.ini"):
+        raise TestSkip("/etc/backoffshim.ini exists: reading it costs system calls of its "
+                       "own (the rest passed)")
+    # Measured (x86_64, glibc): the shim adds getpid, access (the default
+    # config file, absent), fstat (stderr, for the log), prlimit64 and one
+    # mmap (the descriptor table) at start-up; ld.so adds one mmap for the
+    # library's larger .bss: 6 lines. Nothing for the table (lazy): no
+    # shmget, no stat of /proc/self/ns/net, no lock file. (With a config
+    # file named, as shim_env() does with /dev/null, reading it adds 8 more:
+    # malloc's first brk/getrandom, a buffer's mmap/munmap, openat, fstat x2,
+    # close; so the settings are passed here without one.)
+    tmp = tempfile.mkdtemp(prefix="bs-empty-")
+    try:
+        src = os.path.join(tmp, "empty.c")
+        with open(src, "w") as f:
+            f.write("int x;\n")
+        empty = os.path.join(tmp, "libempty.so")
+        r = subprocess.run(["gcc", "-shared", "-fPIC", "-o", empty, src], capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode != 0:
+            raise TestSkip("cannot build an empty library: %s" % r.stderr[-200:])
+        traces = {}
+        for what, lib in (("shim", env["LD_PRELOAD"]), ("empty", empty)):
+            out = os.path.join(tmp, "trace." + what)
+            tenv = dict(env)
+            tenv.pop("LD_PRELOAD")
+            tenv.pop("BACKOFFSHIM_CONFIG")
+            r = subprocess.run(["strace", "-f", "-o", out, "-E", "LD_PRELOAD=" + lib,
+                                "/bin/true"], env=tenv, capture_output=True, text=True,
+                               timeout=60)
+            check(r.returncode == 0, "strace %s: %r" % (what, r))
+            with open(out) as f:
+                traces[what] = [l.split(None, 1)[1] for l in f.read().splitlines()]
+    finally:
+        shutil.rmtree(tmp, True)
+    extra = len(traces["shim"]) - len(traces["empty"])
+    check(extra <= 6 + 1, "the shim adds %d system calls to /bin/true:\n%s" % (
+        extra, "\n".join(traces["shim"][-20:])))
+    table_calls = [l for l in traces["shim"] if l.startswith(("shmget", "shmat", "shmctl"))
+                   or "/dev/shm" in l or "ns/net" in l]
+    check(not table_calls, "/bin/true looked for a table: %r" % table_calls)
+
+
+# ---- h. another user's segment under this user's key ----
+
+def test_another_users_segment_under_our_key_is_silent_and_leaves_a_private_table():
+    need_root("giving a segment to another user")
+    real = new_table()  # a real table's size and header, for the planted one
+    run(_client(1), shim_env(BACKOFFSHIM_SHARED=real, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    size = sysv.stat(_segment(real)).segsz
+    head = sysv.read(_segment(real), 0, sysv.HEADER)
+    k = sysv.key("")  # the default table's (shared = user)
+    old = sysv.find(k)
+    if old is not None:  # an earlier test's default table: nobody uses it now
+        sysv.remove(old)
+    seg = sysv.create(k, size)
+    try:
+        sysv.write(seg, 0, head)
+        sysv.give_to(seg, 65534)
+        check(sysv.stat(seg).perm.uid == 65534, "the segment was not handed over")
+        env = shim_env(BACKOFFSHIM_SHARED="user")
+        plain = run(["echo", "hello"], base_env())
+        got = run(["echo", "hello"], env)
+        check(got == (0, "hello\n", "") and got == plain,
+              "echo: with the shim %r, without %r" % (got, plain))
+        port = free_port()
+        with Server(port).start():
+            plain = run(_client(port), base_env())
+            got = run(_client(port), env)
+        check(got == plain, "a client: with the shim %r, without %r" % (got, plain))
+        dead = free_port()
+        with SynSniffer(dead) as sn:
+            rc, out, err = run(_client(dead), dict(env, BACKOFFSHIM_MAX_ELAPSED="1s"))
+            syns = sn.settled_count()
+        check(rc == 1 and syns > 1, "a failing client: rc=%d, %d SYNs (a private table "
+              "retries)" % (rc, syns))
+        check("shared table" not in err, "a line about the table: %r" % err)
+        check(sysv.find(k) == seg and sysv.stat(seg).nattch == 0 and
+              sysv.read(seg, 0, 2 * sysv.HEADER) == head + b"\0" * sysv.HEADER,
+              "the other user's segment was attached or written")
+    finally:
+        sysv.remove(seg)
