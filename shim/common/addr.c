@@ -71,6 +71,16 @@ int bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *out)
 	return 1;
 }
 
+uint64_t bs_addr_host_key(const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_storage st;
+	if (bs_addr_kind(addr, len) != BS_ADDR_INET || len > sizeof st)
+		return 0;
+	memcpy(&st, addr, len);
+	((struct sockaddr_in *)&st)->sin_port = 0; /* (the same offset in v6) */
+	return bs_addr_key((struct sockaddr *)&st, len);
+}
+
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 {
 	switch (bs_addr_kind(addr, len)) {

@@ -34,6 +34,9 @@ enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len);
 
 /* The destination key, or 0 when addr is not a destination we key. */
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len);
+/* The key of the same address with port 0: the host alone (for a lookup
+ * that named no service, and for [dest NAME:*] rules); 0 if none. */
+uint64_t bs_addr_host_key(const struct sockaddr *addr, socklen_t len);
 
 #define BS_ADDR_TAG_V4 (1ull << 60)
 #define BS_ADDR_V4_BITS ((1ull << 48) - 1)

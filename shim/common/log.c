@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "errname.h"
+#include "units.h"
 #include "util.h"
 
 #include <errno.h>
@@ -200,6 +201,7 @@ void bs_line_start(struct bs_line *l)
 	l->attempt = 0;
 	l->wait = UINT64_MAX;
 	l->err = 0;
+	l->held_back = 0;
 	bs_line_str(l, "backoffshim[");
 	bs_line_u64(l, (uint64_t)getpid());
 	bs_line_str(l, "]");
@@ -453,10 +455,50 @@ static void emit_to_file(struct bs_line *l, enum bs_level level)
 	syscall(SYS_close, fd);
 }
 
+/* Lines a loop of connects repeats (held_back: a give-up, a pass) go out
+ * at most once per REPEAT_GAP for one destination and kind of line; the
+ * next one that does says how many were left out. The schedule paces the
+ * other lines itself (one per step). Cells by the hash of destination and
+ * kind, shared when two hashes meet (then a count may be lost, never a
+ * line of a new kind). */
+#define REPEAT_CELLS 64
+#define REPEAT_GAP (1000 * BS_NS_PER_MS)
+static struct {
+	_Atomic uint64_t hash, at;
+	_Atomic uint32_t left_out;
+} g_repeat[REPEAT_CELLS];
+
+/* UINT32_MAX to leave l out; else how many like it were left out. */
+static uint32_t repeat_check(const struct bs_line *l)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const char *c = l->dest; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (const char *c = l->event ? l->event : ""; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	h |= 1;
+	uint64_t now = bs_now();
+	unsigned c = (unsigned)(h % REPEAT_CELLS);
+	if (atomic_load(&g_repeat[c].hash) == h && now - atomic_load(&g_repeat[c].at) < REPEAT_GAP) {
+		atomic_fetch_add(&g_repeat[c].left_out, 1);
+		return UINT32_MAX;
+	}
+	int same = atomic_exchange(&g_repeat[c].hash, h) == h;
+	atomic_store(&g_repeat[c].at, now);
+	uint32_t n = atomic_exchange(&g_repeat[c].left_out, 0);
+	return same ? n : 0;
+}
+
 void bs_line_emit(struct bs_line *l, enum bs_level level)
 {
 	int saved = errno;
-	if (!bs_log_enabled(level))
+	uint32_t left_out = bs_log_enabled(level) && l->held_back ? repeat_check(l) : 0;
+	if (left_out && left_out != UINT32_MAX) {
+		bs_line_str(l, " (and ");
+		bs_line_u64(l, left_out);
+		bs_line_str(l, " more like it left out)");
+	}
+	if (!bs_log_enabled(level) || left_out == UINT32_MAX)
 		;
 	else if (g_opener)
 		emit_to_file(l, level);

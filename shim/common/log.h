@@ -41,6 +41,8 @@ struct bs_line {
 	uint32_t attempt;
 	uint64_t wait;      /* ns, or UINT64_MAX for none */
 	int err;
+	int held_back;      /* a kind of line a loop of connects repeats (a give-up,
+			     * a pass): one per destination and kind a second */
 	char buf[BS_LINE_MAX + BS_LINE_TAIL];
 };
 

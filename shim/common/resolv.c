@@ -1,13 +1,8 @@
 /* resolv: resolution records. See resolv.h. */
 #include "resolv.h"
 
-void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now)
-{
-	bs_res_add_named(t, keys, n, now, 0);
-}
-
-void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
-		      uint64_t name)
+static void add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
+		uint64_t name, uint32_t any_port)
 {
 	struct bs_res *r = &t->rec[atomic_fetch_add(&t->next, 1) % BS_RES_RECORDS];
 	unsigned m = 0;
@@ -22,11 +17,29 @@ void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uin
 	atomic_store(&r->n, m);
 	atomic_store(&r->cand, 0);
 	atomic_store(&r->name, name);
+	atomic_store(&r->any_port, any_port);
 	atomic_store(&r->stamp, now ? now : 1);
 }
 
-/* The newest live record holding key, and key's index in it. */
-static struct bs_res *find(struct bs_restab *t, uint64_t key, uint64_t now,
+void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now)
+{
+	add(t, keys, n, now, 0, 0);
+}
+
+void bs_res_add_any_port(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now)
+{
+	add(t, keys, n, now, 0, 1);
+}
+
+void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
+		      uint64_t name)
+{
+	add(t, keys, n, now, name, 0);
+}
+
+/* The newest live record holding key (or host, in a record of any port),
+ * and its index in it. */
+static struct bs_res *find(struct bs_restab *t, uint64_t key, uint64_t host, uint64_t now,
 			   uint64_t horizon, unsigned *idx)
 {
 	struct bs_res *best = 0;
@@ -37,8 +50,9 @@ static struct bs_res *find(struct bs_restab *t, uint64_t key, uint64_t now,
 		if (!st || st <= best_stamp || (now > st && now - st > horizon))
 			continue;
 		unsigned n = atomic_load(&x->n);
+		uint64_t want = atomic_load(&x->any_port) ? host : key;
 		for (unsigned i = 0; i < n && i < BS_RES_KEYS; i++) {
-			if (atomic_load(&x->keys[i]) != key)
+			if (!want || atomic_load(&x->keys[i]) != want)
 				continue;
 			if (atomic_load(&x->stamp) != st)
 				break; /* rewritten meanwhile */
@@ -51,11 +65,11 @@ static struct bs_res *find(struct bs_restab *t, uint64_t key, uint64_t now,
 	return best;
 }
 
-void bs_res_mark(struct bs_restab *t, uint64_t key, enum bs_cand c, uint64_t now,
+void bs_res_mark(struct bs_restab *t, uint64_t key, uint64_t host, enum bs_cand c, uint64_t now,
 		 uint64_t horizon)
 {
 	unsigned i;
-	struct bs_res *r = find(t, key, now, horizon, &i);
+	struct bs_res *r = find(t, key, host, now, horizon, &i);
 	if (!r)
 		return;
 	uint32_t old = atomic_load(&r->cand), want;
@@ -64,11 +78,11 @@ void bs_res_mark(struct bs_restab *t, uint64_t key, enum bs_cand c, uint64_t now
 	while (!atomic_compare_exchange_weak(&r->cand, &old, want));
 }
 
-int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t now,
+int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t host, uint64_t now,
 			   uint64_t horizon)
 {
 	unsigned i;
-	struct bs_res *r = find(t, key, now, horizon, &i);
+	struct bs_res *r = find(t, key, host, now, horizon, &i);
 	if (!r)
 		return 0;
 	unsigned n = atomic_load(&r->n);

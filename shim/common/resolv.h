@@ -26,6 +26,9 @@ struct bs_res {
 	_Atomic uint64_t keys[BS_RES_KEYS];
 	_Atomic uint32_t n;
 	_Atomic uint32_t cand; /* 2 bits per key */
+	_Atomic uint32_t any_port; /* the lookup named no service: its keys
+				    * are addresses alone (port 0), and match
+				    * a connect to any port (its host key) */
 };
 
 struct bs_restab {
@@ -35,6 +38,9 @@ struct bs_restab {
 
 /* Remember one resolution (duplicates dropped; at most BS_RES_KEYS kept). */
 void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now);
+/* The same for a lookup that named no service (getaddrinfo(host, NULL)):
+ * keys are the addresses with port 0 (bs_addr_host_key). */
+void bs_res_add_any_port(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now);
 /* The same, naming the host name's hash (for [dest name:port] rules). */
 void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
 		      uint64_t name);
@@ -42,14 +48,16 @@ void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uin
 int bs_res_name_has(struct bs_restab *t, uint64_t name, uint64_t key, uint64_t now,
 		    uint64_t horizon);
 
-/* Set the candidate state of key in its newest live record. */
-void bs_res_mark(struct bs_restab *t, uint64_t key, enum bs_cand c, uint64_t now,
+/* Set the candidate state of a destination in its newest live record:
+ * key, or its host key (the address with port 0; 0 if unknown) in a
+ * record of a lookup that named no service. */
+void bs_res_mark(struct bs_restab *t, uint64_t key, uint64_t host, enum bs_cand c, uint64_t now,
 		 uint64_t horizon);
 
 /* Does key's newest live record hold another candidate that is untried, in
  * flight or connected? Then a failure of key must not be waited on: the
  * program has somewhere else to go. */
-int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t now,
+int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t host, uint64_t now,
 			   uint64_t horizon);
 
 #endif

@@ -40,7 +40,11 @@ struct call {
 	int lock;           /* the shared table's lock for our probe, or -1 */
 	uint32_t join_fail; /* the destination's failures when the call began */
 	uint64_t join_seen; /* the entry's attempt_at a newcomer judged by */
+	uint32_t told;      /* the failure count the log last heard of from this
+			     * call (NOT_TOLD: it has said nothing yet) */
 };
+
+#define NOT_TOLD UINT32_MAX
 
 static uint64_t min64(uint64_t a, uint64_t b)
 {
@@ -81,6 +85,8 @@ static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 		bs_budget_policy_done(&c->a.b);
 	bs_attempt_failed(&c->a, err);
 	bs_outcome_failed(c->e, &c->dest, seen, t0, delay, err, quiet);
+	c->told = bs_state_failures(atomic_load(&c->e->state)); /* (its own line) */
+	bs_outcome_tell_step(c->e, c->told);
 }
 
 /* record_failure with the wait the policy gives after state s. */
@@ -263,6 +269,23 @@ static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)
 	return v;
 }
 
+/* A wait on a schedule another thread or process moves: its first line
+ * says who is trying and when this call goes next; after that, one line
+ * per step it learns of (its own failures have their own lines). */
+static void tell_wait(struct call *c, uint64_t s, const struct bs_attempt_view *v,
+		      uint64_t until, uint64_t now)
+{
+	uint32_t f = bs_state_failures(s);
+	if (f == c->told || !f || !bs_log_enabled(BS_LOG_INFO) || !bs_outcome_tell_step(c->e, f))
+		return;
+	const char *who = !v->probe_live ? NULL
+			  : bs_thread_alive(bs_probe_tid(v->probe)) ? "another thread of this process"
+								    : "another process";
+	bs_outcome_log_waiting(&c->dest, c->told == NOT_TOLD, f, c->a.last_err, who,
+			       until > now ? until - now : 0);
+	c->told = f;
+}
+
 /* One verdict of the attempt model, carried out. */
 static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
 		     const struct bs_attempt_view *v, uint64_t now)
@@ -273,6 +296,7 @@ static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
 	case BS_GO:
 		return plain_attempt(c, s, now);
 	case BS_WAIT:
+		tell_wait(c, s, v, d->until, now);
 		return wait_step(c, s, d->until);
 	case BS_TAKE_PROBE:
 		if (d->join && !claim_join(c, now))
@@ -319,7 +343,10 @@ static int first_failed(struct call *c, uint64_t t0, int err)
 	}
 	if (bs_sock_is_blocking_stream(c->fd))
 		return AGAIN;
-	if (bs_sock_is_stream(c->fd)) /* a datagram's error is its own */
+	/* a datagram's error is its own; so is a non-blocking EAGAIN (an
+	 * AF_UNIX listener's full queue): nothing retries it, so nothing is
+	 * published or announced */
+	if (err != EAGAIN && bs_sock_is_stream(c->fd))
 		bs_outcome_failed_later(c->cfg, &c->dest, t0, err, UINT64_MAX);
 	return -err;
 }
@@ -355,7 +382,8 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	c->tid = bs_gettid();
 	c->lock = -1;
 	uint64_t start = t0 ? t0 : bs_now();
-	c->fallback = bs_res_has_alternative(bs_res(), c->dest.key, start, BS_RES_FALLBACK);
+	c->fallback = bs_res_has_alternative(bs_res(), c->dest.key, bs_dest_host(&c->dest), start,
+					     BS_RES_FALLBACK);
 	uint64_t prog = bs_sock_sndtimeo_ns(c->fd);
 	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
 	bs_attempt_init(&c->a, c->cfg, start, prog); /* the call's budget, from start */
@@ -365,6 +393,7 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 		return err ? -err : (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
 	uint64_t joined = err ? s : atomic_load(&c->e->state);
 	c->join_fail = bs_state_failures(joined);
+	c->told = NOT_TOLD;
 	bs_attempt_join(&c->a, joined, atomic_load(&c->e->resets),
 			err ? 0 : (int)atomic_load(&c->e->last_err));
 	if (err) {

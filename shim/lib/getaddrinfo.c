@@ -24,15 +24,16 @@ static int do_getaddrinfo(const char *node, const char *svc, const struct addrin
 		uint64_t k = bs_addr_key(ai->ai_addr, ai->ai_addrlen);
 		if (!k)
 			continue;
-		struct sockaddr_storage st; /* the address alone, for name rules */
-		memcpy(&st, ai->ai_addr, ai->ai_addrlen);
-		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
-		hosts[n] = bs_addr_key((struct sockaddr *)&st, ai->ai_addrlen);
+		hosts[n] = bs_addr_host_key(ai->ai_addr, ai->ai_addrlen);
 		keys[n++] = k;
 	}
 	uint64_t now = bs_now();
-	if (n >= 2) /* a single address leaves nowhere else to go */
+	/* a single address leaves nowhere else to go; with no service named,
+	 * the program connects each address to a port of its own (libuv) */
+	if (n >= 2 && svc)
 		bs_res_add(bs_res(), keys, n, now);
+	else if (n >= 2)
+		bs_res_add_any_port(bs_res(), hosts, n, now);
 	const struct bs_rules *rules = bs_active()->rules;
 	if (n && node && rules && rules->n) /* for [dest name:port] sections */
 		bs_res_add_named(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)));

@@ -12,6 +12,7 @@
  */
 #include "nonblock.h"
 
+#include "addr.h"
 #include "attempt.h"
 #include "clock.h"
 #include "custody.h"
@@ -115,13 +116,16 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 	int r, probe = 0;
 	uint64_t now = bs_now();
 	if (bs_nb_mode(cfg) != BS_NB_OFF &&
-	    !bs_res_has_alternative(bs_res(), key, now, BS_RES_FALLBACK) &&
+	    !bs_res_has_alternative(bs_res(), key, bs_addr_host_key(addr, len), now,
+				    BS_RES_FALLBACK) &&
 	    in_window(cfg, fd, addr, len, key, now, &r, &probe))
 		return r;
 	now = bs_now();
 	r = (int)BS_NEG(bs_real_connect(fd, addr, len));
 	if (r != -EINPROGRESS) {
 		struct bs_dest d = {key, addr, len};
+		if (r == -EAGAIN)
+			return r; /* the program's (see engine.c: first_failed) */
 		if (r == 0)
 			bs_outcome_connected(&d, fd, now);
 		else if (probe && bs_config_retries(cfg, -r))
@@ -270,7 +274,8 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 			bs_outcome_forget(fd);
 		return err;
 	}
-	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_now(), BS_RES_FALLBACK);
+	int fallback = bs_res_has_alternative(bs_res(), d->key, bs_dest_host(d), bs_now(),
+					      BS_RES_FALLBACK);
 	int policy_done = bs_outcome_failed_later(cfg, d, t0, err,
 						  fallback ? 0 : bs_park_budget_end(cfg, fd));
 	bs_outcome_let_probe_go(d->key, probe);

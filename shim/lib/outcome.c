@@ -42,6 +42,7 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 		struct bs_line l;
 		bs_outcome_line(&l, d->addr, d->len, "give_up", err);
 		l.attempt = b->attempts;
+		l.held_back = 1; /* (a loop of connects past the budget repeats it) */
 		bs_line_str(&l, "giving up after ");
 		bs_line_u64(&l, b->attempts);
 		bs_line_str(&l, b->attempts == 1 ? " attempt in " : " attempts in ");
@@ -59,6 +60,7 @@ void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const cha
 {
 	struct bs_line l;
 	bs_outcome_line(&l, addr, len, "pass", err);
+	l.held_back = 1;
 	bs_line_str(&l, "passed through (");
 	bs_line_str(&l, why);
 	if (err) {
@@ -67,6 +69,48 @@ void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const cha
 	}
 	bs_line_str(&l, ")");
 	bs_line_emit(&l, BS_LOG_DEBUG);
+}
+
+/* The failure count this process last told the log of, per slot: one
+ * line per step for the whole process, whatever its threads. */
+static _Atomic uint32_t g_told[BS_TABLE_SLOTS];
+
+int bs_outcome_tell_step(const struct bs_entry *e, uint32_t failures)
+{
+	size_t i = (size_t)(e - bs_tab()->entries);
+	if (i >= BS_TABLE_SLOTS)
+		return 1;
+	uint32_t old = atomic_load(&g_told[i]);
+	while (old != failures)
+		if (atomic_compare_exchange_weak(&g_told[i], &old, failures))
+			return 1;
+	return 0;
+}
+
+void bs_outcome_log_waiting(const struct bs_dest *d, int first, uint32_t failures, int err,
+			    const char *who, uint64_t wait)
+{
+	struct bs_line l;
+	bs_outcome_line(&l, d->addr, d->len, "wait", err);
+	l.attempt = failures;
+	l.wait = wait;
+	l.held_back = first; /* (each call of a loop of connects says it first) */
+	bs_line_str(&l, err ? bs_errno_msg(err) : "backing off");
+	bs_line_str(&l, first ? " (" : " (attempt ");
+	bs_line_u64(&l, failures);
+	if (first)
+		bs_line_str(&l, failures == 1 ? " failure); waiting " : " failures); waiting ");
+	else
+		bs_line_str(&l, ", by another); waiting ");
+	bs_line_dur(&l, wait);
+	if (first && who) {
+		bs_line_str(&l, " while ");
+		bs_line_str(&l, who);
+		bs_line_str(&l, " tries it");
+	} else if (first) {
+		bs_line_str(&l, " for its next attempt");
+	}
+	bs_line_emit(&l, BS_LOG_INFO);
 }
 
 void bs_outcome_log_reset(const struct sockaddr *addr, socklen_t len)
@@ -118,7 +162,7 @@ static void publish_failure(struct bs_entry *e, const struct bs_dest *d, uint64_
 		;
 	if (d->addr)
 		bs_table_set_addr(bs_tab(), e, d->addr, (uint32_t)d->len);
-	bs_res_mark(bs_res(), d->key, BS_CAND_FAILED, now, BS_RES_HORIZON);
+	bs_res_mark(bs_res(), d->key, bs_dest_host(d), BS_CAND_FAILED, now, BS_RES_HORIZON);
 	if (!bs_entry_fail(e, seen, started, from + delay, f, err, now))
 		return; /* folded into another outcome */
 	atomic_store(&e->last_wait, delay);
@@ -247,6 +291,11 @@ void bs_outcome_paced_connected(int fd, uint64_t t0)
 void bs_outcome_forget(int fd)
 {
 	bs_fd_clear(bs_fds(), fd);
+}
+
+uint64_t bs_dest_host(const struct bs_dest *d)
+{
+	return d->addr ? bs_addr_host_key(d->addr, d->len) : 0;
 }
 
 struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss)

@@ -13,6 +13,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/* A destination's host key (its address with port 0), for resolution
+ * records of lookups that named no service (resolv.h); 0 if unknown. */
+struct bs_dest;
+uint64_t bs_dest_host(const struct bs_dest *d);
+
 struct bs_dest {
 	uint64_t key;
 	const struct sockaddr *addr; /* for log lines; may be NULL */
@@ -107,6 +112,14 @@ struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss);
  * (-ECONNREFUSED if 0). */
 struct bs_budget;
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
+/* A call waits on a schedule others move (engine.c): the first line says
+ * why it waits (the destination's failures and last error, who is trying
+ * it, or NULL: nobody yet) and how long; later ones, each step another
+ * published. bs_outcome_tell_step: is this the first thread of the process
+ * to tell the log of step `failures` of e? (one line per step per process) */
+int bs_outcome_tell_step(const struct bs_entry *e, uint32_t failures);
+void bs_outcome_log_waiting(const struct bs_dest *d, int first, uint32_t failures, int err,
+			    const char *who, uint64_t wait);
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
 /* A log line about the destination addr (NULL when it cannot be read),

@@ -149,7 +149,8 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 			return r;
 		bs_responsive_outcome(cfg, e, addr, len, -r);
 		bs_attempt_failed(&a, -r);
-		if (!blocking || bs_res_has_alternative(bs_res(), key, bs_now(), BS_RES_FALLBACK))
+		if (!blocking || bs_res_has_alternative(bs_res(), key, bs_dest_host(&d), bs_now(),
+							BS_RES_FALLBACK))
 			return r;
 	}
 }

@@ -224,12 +224,14 @@ def test_log_file_rotated_away_is_followed():
     """A log file renamed (logrotate) or unlinked between two lines: the
     next line goes to a new file at the configured path, never to the old
     one. Lines in a file carry a time by default."""
-    port = free_port()
+    # three destinations: a give-up repeated to one is held back (one a second)
+    ports = sorted({free_port() for _ in range(8)})[:3]
+    check(len(ports) == 3, "three free ports: %r" % ports)
     code = ("import socket, sys\n"
-            "for _ in range(3):\n"
-            "    try: socket.create_connection(('127.0.0.1', %d))\n"
+            "for port in %r:\n"
+            "    try: socket.create_connection(('127.0.0.1', port))\n"
             "    except OSError: pass\n"
-            "    print('tried', flush=True); sys.stdin.readline()\n" % port)
+            "    print('tried', flush=True); sys.stdin.readline()\n" % (ports,))
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "shim.log")
         env = shim_env(BACKOFFSHIM_LOG_FILE=log, BACKOFFSHIM_MAX_ATTEMPTS="1")

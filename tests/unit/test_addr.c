@@ -353,6 +353,27 @@ static void test_unix(void **state)
 }
 
 /* Keys are never 0 and separate families, ports and addresses. */
+/* The host key: the same address at any port; 0 for what is not an
+ * internet address. */
+static void test_host_key(void **state)
+{
+	(void)state;
+	struct sockaddr_in a = v4("127.0.0.1", 80), b = v4("127.0.0.1", 8080), c = v4("127.0.0.2", 80);
+	struct sockaddr_in z = v4("127.0.0.1", 0);
+	uint64_t ha = bs_addr_host_key((struct sockaddr *)&a, sizeof a);
+	assert_true(ha != 0);
+	assert_true(ha == bs_addr_host_key((struct sockaddr *)&b, sizeof b));
+	assert_true(ha == bs_addr_key((struct sockaddr *)&z, sizeof z));
+	assert_true(ha != bs_addr_host_key((struct sockaddr *)&c, sizeof c));
+	struct sockaddr_in6 x = v6("::1", 80), y = v6("::1", 443);
+	assert_true(bs_addr_host_key((struct sockaddr *)&x, sizeof x) ==
+		    bs_addr_host_key((struct sockaddr *)&y, sizeof y));
+	assert_true(bs_addr_host_key((struct sockaddr *)&x, sizeof x) != ha);
+	struct sockaddr_un u;
+	socklen_t ul = un(&u, "/tmp/s", 6);
+	assert_true(bs_addr_host_key((struct sockaddr *)&u, ul) == 0);
+}
+
 static void test_keys_nonzero_distinct(void **state)
 {
 	(void)state;
@@ -452,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_v6_format_vs_inet_ntop),
 		cmocka_unit_test(test_other),
 		cmocka_unit_test(test_unix),
+		cmocka_unit_test(test_host_key),
 		cmocka_unit_test(test_keys_nonzero_distinct),
 		cmocka_unit_test(test_truncation),
 	};

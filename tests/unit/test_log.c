@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -85,6 +86,47 @@ static void test_line_format_and_single_write(void **state)
 
 /* The style: the program's name in the prefix, a UTC time, the journal's
  * priority, or one JSON object per line with the line's fields. */
+/* A kind of line a loop repeats (a give-up: a program that connects in a
+ * loop to a destination past its budget) goes out once a second per
+ * destination; the next one says how many were left out. Another kind goes
+ * out at once. */
+static void test_repeated_lines_are_held_back(void **state)
+{
+	(void)state;
+	char buf[4096];
+	bs_log_setup(BS_LOG_INFO, pipefd[1]);
+	for (int i = 0; i < 50; i++) {
+		struct bs_line l;
+		bs_line_start(&l);
+		bs_line_event(&l, "give_up");
+		bs_line_fields(&l, "127.0.0.1:9", 0, UINT64_MAX, 111);
+		l.held_back = 1;
+		bs_line_str(&l, "connect 127.0.0.1:9: giving up after 0 attempts");
+		bs_line_emit(&l, BS_LOG_INFO);
+	}
+	drain(buf, sizeof buf);
+	assert_non_null(strstr(buf, "giving up after 0 attempts"));
+	assert_null(strstr(strstr(buf, "giving up") + 1, "giving up")); /* once */
+	struct bs_line o;
+	bs_line_start(&o);
+	bs_line_fields(&o, "127.0.0.1:9", 1, UINT64_MAX, 111);
+	bs_line_str(&o, "connect 127.0.0.1:9: Connection refused (attempt 1)");
+	bs_line_emit(&o, BS_LOG_INFO);
+	drain(buf, sizeof buf);
+	assert_non_null(strstr(buf, "(attempt 1)"));
+	struct timespec ts = {1, 50 * 1000 * 1000};
+	nanosleep(&ts, NULL); /* (the gap itself is what is tested) */
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_event(&l, "give_up");
+	bs_line_fields(&l, "127.0.0.1:9", 0, UINT64_MAX, 111);
+	l.held_back = 1;
+	bs_line_str(&l, "connect 127.0.0.1:9: giving up after 0 attempts");
+	bs_line_emit(&l, BS_LOG_INFO);
+	drain(buf, sizeof buf);
+	assert_non_null(strstr(buf, "giving up after 0 attempts (and 49 more like it left out)"));
+}
+
 static void test_styles(void **state)
 {
 	(void)state;
@@ -645,6 +687,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_line_format_and_single_write),
+		cmocka_unit_test(test_repeated_lines_are_held_back),
 		cmocka_unit_test(test_styles),
 		cmocka_unit_test(test_json_cut_short_stays_valid),
 		cmocka_unit_test(test_journal_stream_matches_fd2),

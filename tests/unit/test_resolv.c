@@ -39,12 +39,12 @@ static int teardown(void **state)
 
 static int alt(struct bs_restab *t, uint64_t key)
 {
-	return bs_res_has_alternative(t, key, NOW, HORIZON);
+	return bs_res_has_alternative(t, key, 0, NOW, HORIZON);
 }
 
 static void mark(struct bs_restab *t, uint64_t key, enum bs_cand c)
 {
-	bs_res_mark(t, key, c, NOW, HORIZON);
+	bs_res_mark(t, key, 0, c, NOW, HORIZON);
 }
 
 /* The record the latest bs_res_add wrote. */
@@ -105,8 +105,8 @@ static void test_single_and_unknown(void **state)
 	/* marking an unknown key changes nothing */
 	static struct bs_restab copy;
 	memcpy(&copy, t, sizeof *t);
-	bs_res_mark(t, D, BS_CAND_FAILED, NOW, HORIZON);
-	bs_res_mark(t, 0, BS_CAND_FAILED, NOW, HORIZON);
+	bs_res_mark(t, D, 0, BS_CAND_FAILED, NOW, HORIZON);
+	bs_res_mark(t, 0, 0, BS_CAND_FAILED, NOW, HORIZON);
 	assert_memory_equal(&copy, t, sizeof *t);
 }
 
@@ -173,21 +173,21 @@ static void test_horizon(void **state)
 {
 	struct bs_restab *t = *state;
 	ADD(t, NOW, A, B);
-	bs_res_mark(t, A, BS_CAND_FAILED, NOW, HORIZON);
-	assert_true(bs_res_has_alternative(t, A, NOW + HORIZON, HORIZON));
-	assert_false(bs_res_has_alternative(t, A, NOW + HORIZON + 1, HORIZON));
-	assert_false(bs_res_has_alternative(t, A, NOW + 3600 * SEC, HORIZON));
+	bs_res_mark(t, A, 0, BS_CAND_FAILED, NOW, HORIZON);
+	assert_true(bs_res_has_alternative(t, A, 0, NOW + HORIZON, HORIZON));
+	assert_false(bs_res_has_alternative(t, A, 0, NOW + HORIZON + 1, HORIZON));
+	assert_false(bs_res_has_alternative(t, A, 0, NOW + 3600 * SEC, HORIZON));
 	/* a clock behind the record's stamp still sees it */
-	assert_true(bs_res_has_alternative(t, A, NOW - SEC, HORIZON));
+	assert_true(bs_res_has_alternative(t, A, 0, NOW - SEC, HORIZON));
 	/* a mark past the horizon goes nowhere */
-	bs_res_mark(t, B, BS_CAND_FAILED, NOW + HORIZON + 1, HORIZON);
-	assert_true(bs_res_has_alternative(t, A, NOW, HORIZON));
-	bs_res_mark(t, B, BS_CAND_FAILED, NOW + HORIZON, HORIZON);
-	assert_false(bs_res_has_alternative(t, A, NOW, HORIZON));
+	bs_res_mark(t, B, 0, BS_CAND_FAILED, NOW + HORIZON + 1, HORIZON);
+	assert_true(bs_res_has_alternative(t, A, 0, NOW, HORIZON));
+	bs_res_mark(t, B, 0, BS_CAND_FAILED, NOW + HORIZON, HORIZON);
+	assert_false(bs_res_has_alternative(t, A, 0, NOW, HORIZON));
 	/* horizon 0: only at the very instant */
 	ADD(t, NOW + SEC, C, D);
-	assert_true(bs_res_has_alternative(t, C, NOW + SEC, 0));
-	assert_false(bs_res_has_alternative(t, C, NOW + SEC + 1, 0));
+	assert_true(bs_res_has_alternative(t, C, 0, NOW + SEC, 0));
+	assert_false(bs_res_has_alternative(t, C, 0, NOW + SEC + 1, 0));
 
 }
 
@@ -196,19 +196,38 @@ static void test_newest_wins(void **state)
 	struct bs_restab *t = *state;
 	ADD(t, NOW, A, B);
 	ADD(t, NOW + MS, A, C);
-	bs_res_mark(t, A, BS_CAND_FAILED, NOW + 2 * MS, HORIZON);
-	assert_true(bs_res_has_alternative(t, A, NOW + 2 * MS, HORIZON));
-	bs_res_mark(t, C, BS_CAND_FAILED, NOW + 2 * MS, HORIZON);
+	bs_res_mark(t, A, 0, BS_CAND_FAILED, NOW + 2 * MS, HORIZON);
+	assert_true(bs_res_has_alternative(t, A, 0, NOW + 2 * MS, HORIZON));
+	bs_res_mark(t, C, 0, BS_CAND_FAILED, NOW + 2 * MS, HORIZON);
 	/* B is untried, but only in the older record */
-	assert_false(bs_res_has_alternative(t, A, NOW + 2 * MS, HORIZON));
+	assert_false(bs_res_has_alternative(t, A, 0, NOW + 2 * MS, HORIZON));
 	/* the mark went to the newest only: in the older record A is untried */
-	assert_true(bs_res_has_alternative(t, B, NOW + 2 * MS, HORIZON));
+	assert_true(bs_res_has_alternative(t, B, 0, NOW + 2 * MS, HORIZON));
 
 	/* a newer record with A alone answers for A, though an older one
 	 * still offers B (and B's record is still live) */
 	ADD(t, NOW + 3 * SEC, A);
-	assert_false(bs_res_has_alternative(t, A, NOW + 3 * SEC, HORIZON));
-	assert_true(bs_res_has_alternative(t, B, NOW + 3 * SEC, HORIZON));
+	assert_false(bs_res_has_alternative(t, A, 0, NOW + 3 * SEC, HORIZON));
+	assert_true(bs_res_has_alternative(t, B, 0, NOW + 3 * SEC, HORIZON));
+}
+
+/* A lookup that named no service (getaddrinfo(host, NULL)) holds host keys:
+ * a connect to any port of its addresses matches by its host key, and
+ * never by its full key; a record with a service never matches a host key. */
+static void test_any_port(void **state)
+{
+	struct bs_restab *t = *state;
+	const uint64_t hosts[] = {0x1001, 0x1002};
+	bs_res_add_any_port(t, hosts, 2, NOW);
+	const uint64_t k1 = 0x5551001; /* the first address at some port */
+	assert_true(bs_res_has_alternative(t, k1, 0x1001, NOW, HORIZON));
+	assert_false(bs_res_has_alternative(t, k1, 0, NOW, HORIZON)); /* host unknown */
+	assert_false(bs_res_has_alternative(t, 0x1001, 0x9999, NOW, HORIZON));
+	bs_res_mark(t, 0x7772, 0x1002, BS_CAND_FAILED, NOW, HORIZON);
+	assert_false(bs_res_has_alternative(t, k1, 0x1001, NOW, HORIZON)); /* the other failed */
+	ADD(t, NOW + MS, 0x2001, 0x2002);
+	assert_false(bs_res_has_alternative(t, 0x3333, 0x2001, NOW + MS, HORIZON));
+	assert_true(bs_res_has_alternative(t, 0x2001, 0, NOW + MS, HORIZON));
 }
 
 static void test_ring_wraps(void **state)
@@ -221,20 +240,20 @@ static void test_ring_wraps(void **state)
 		/* the first lap's second candidates fail: a reused slot must
 		 * not inherit that */
 		if (i < BS_RES_RECORDS)
-			bs_res_mark(t, 0x1000 + i, BS_CAND_FAILED, NOW + i * MS, HORIZON);
+			bs_res_mark(t, 0x1000 + i, 0, BS_CAND_FAILED, NOW + i * MS, HORIZON);
 	}
 	const uint64_t now = NOW + total * MS, newest = 0x1000 + total - 1;
 	/* the newest sits at slot 4, below older records in slots 5..63 */
 	assert_int_equal(atomic_load(&t->rec[(total - 1) % BS_RES_RECORDS].keys[1]), newest);
-	assert_true(bs_res_has_alternative(t, A, now, HORIZON));
-	bs_res_mark(t, A, BS_CAND_FAILED, now, HORIZON);
-	assert_true(bs_res_has_alternative(t, A, now, HORIZON));
-	bs_res_mark(t, newest, BS_CAND_FAILED, now, HORIZON);
-	assert_false(bs_res_has_alternative(t, A, now, HORIZON));
+	assert_true(bs_res_has_alternative(t, A, 0, now, HORIZON));
+	bs_res_mark(t, A, 0, BS_CAND_FAILED, now, HORIZON);
+	assert_true(bs_res_has_alternative(t, A, 0, now, HORIZON));
+	bs_res_mark(t, newest, 0, BS_CAND_FAILED, now, HORIZON);
+	assert_false(bs_res_has_alternative(t, A, 0, now, HORIZON));
 	/* the five oldest were overwritten; the sixth is still there */
 	for (unsigned i = 0; i < 5; i++)
-		assert_false(bs_res_has_alternative(t, 0x1000 + i, now, HORIZON));
-	assert_true(bs_res_has_alternative(t, 0x1000 + 5, now, HORIZON));
+		assert_false(bs_res_has_alternative(t, 0x1000 + i, 0, now, HORIZON));
+	assert_true(bs_res_has_alternative(t, 0x1000 + 5, 0, now, HORIZON));
 }
 
 int main(void)
@@ -246,6 +265,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_horizon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newest_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_any_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,83 @@
+"""Every address a program tries (issue 21): a refusal is never hidden from
+a program that still has another address of the name to try, however it
+resolved the name. Each case runs the same program with and without the
+shim and compares."""
+import shutil
+import sys
+
+from lib import TestSkip, base_env, check, check_not_delayed, free_port, shim_env
+from servers import HttpServer
+from test_nonblocking import _in_private_hosts
+
+# libuv's way: the name resolved with no service (port 0 in every address),
+# then each address connected in turn to the port, with a timeout of the
+# program's own per address
+NO_SERVICE = r"""
+import socket, sys, time
+port = int(sys.argv[1])
+t0 = time.monotonic()
+for fam, typ, proto, _, sa in socket.getaddrinfo('dualhost', None, type=socket.SOCK_STREAM):
+    s = socket.socket(fam, typ, proto)
+    s.settimeout(3)
+    try:
+        s.connect((sa[0], port) + tuple(sa[2:]))
+    except OSError as e:
+        print('failed', sa[0], e.errno, flush=True)
+        s.close()
+        continue
+    print('ok %.3f' % (time.monotonic() - t0), s.getpeername()[0])
+    break
+"""
+
+
+def test_a_lookup_without_a_service_lets_the_program_move_on():
+    """::1 refuses, 127.0.0.1 serves: the second address is reached as fast
+    as without the shim, not after the program's own 3 s timeout."""
+    with HttpServer(free_port(), host="127.0.0.1") as srv:
+        cmd = [sys.executable, "-c", NO_SERVICE, str(srv.port)]
+        plain = _in_private_hosts(cmd, base_env())
+        shim = _in_private_hosts(cmd, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s"))
+    for name, (rc, out, err) in (("without", plain), ("with", shim)):
+        check(rc == 0 and "ok " in out and out.split()[-1] == "127.0.0.1",
+              "%s the shim: %r %r" % (name, out, err[-300:]))
+        check(out.startswith("failed ::1 111"), "%s the shim, ::1 was not refused: %r"
+              % (name, out))
+    t0 = float(plain[1].split("ok ")[1].split()[0])
+    t1 = float(shim[1].split("ok ")[1].split()[0])
+    check_not_delayed("the move to 127.0.0.1", t0, t1, wait=2.0)
+
+
+NODE_HAPPY_EYEBALLS = r"""
+const net = require('net');
+const port = +process.argv[process.argv.length - 1];
+let n = 0; const times = [];
+function one() {
+  const t0 = process.hrtime.bigint();
+  const s = net.connect({host: 'dualhost', port, autoSelectFamily: true,
+                         autoSelectFamilyAttemptTimeout: 250}, () => {
+    times.push(Number(process.hrtime.bigint() - t0) / 1e9);
+    s.destroy();
+    if (++n < 10) one(); else console.log(times.join(' '));
+  });
+  s.on('error', e => { console.log('error', e.code); process.exit(1); });
+}
+one();
+"""
+
+
+def test_node_happy_eyeballs_moves_on_at_once():
+    """node (libuv resolves with no service, then tries ::1 and 127.0.0.1
+    with a 250 ms timer): 10 connects in a row, each as fast as without
+    the shim, not held up to the timer by a hidden refusal."""
+    if not shutil.which("node"):
+        raise TestSkip("node is not installed")
+    with HttpServer(free_port(), host="127.0.0.1") as srv:
+        cmd = ["node", "-e", NODE_HAPPY_EYEBALLS, "--", str(srv.port)]
+        plain = _in_private_hosts(cmd, base_env())
+        shim = _in_private_hosts(cmd, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s"))
+    check(plain[0] == 0 and shim[0] == 0, "node: %r / %r" % (plain, shim))
+    t0 = [float(x) for x in plain[1].split()]
+    t1 = [float(x) for x in shim[1].split()]
+    check(len(t0) == len(t1) == 10, "ten times each: %r %r" % (plain[1], shim[1]))
+    for i, (a, b) in enumerate(zip(t0, t1)):
+        check_not_delayed("node's connect %d" % (i + 1), a, b, wait=0.25)
