@@ -329,6 +329,23 @@ class BlackHole:
         self.close()
 
 
+class FullQueue:
+    """A listener (listen(0)) whose one queue place a completed connection
+    holds: a further SYN is dropped and its connect hangs, and nothing else
+    sends a SYN (unlike BlackHole's fillers, whose own SYNs are resent)."""
+
+    def __init__(self, port, host="127.0.0.1"):
+        self.lst = socket.socket()
+        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lst.bind((host, port))
+        self.lst.listen(0)
+        self.filler = socket.create_connection((host, port))
+
+    def close(self):
+        self.filler.close()
+        self.lst.close()
+
+
 class Recorder(Acceptor):
     """Per connection: sends `greeting`, records every byte the client sends
     until it shuts down its side (at most 64 KiB, 5 s), then sends `reply`."""

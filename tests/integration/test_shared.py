@@ -13,8 +13,8 @@ import sys
 import time
 
 import sysv
-from lib import (BUILD, LineReader, Server, SynSniffer, TestSkip, base_env, check, finish,
-                 free_port, need_root, new_table, prog, run, shim_env, spawn)
+from lib import (BUILD, FullQueue, LineReader, Server, SynSniffer, TestSkip, base_env, check,
+                 finish, free_port, need_root, new_table, prog, run, shim_env, spawn)
 
 CLI = os.path.join(BUILD, "backoffshim")
 QUICK = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s",
@@ -422,11 +422,7 @@ def test_a_prober_killed_mid_attempt_is_taken_over_within_a_second():
     rc, _, err = run([prog("legacy_client"), "127.0.0.1", str(port)],
                      dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
     check(rc == 1, "priming: %r" % err)
-    lst = socket.socket()
-    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.bind(("127.0.0.1", port))
-    lst.listen(0)
-    filler = socket.create_connection(("127.0.0.1", port))  # the queue is full now
+    hole = FullQueue(port)  # A's SYN is dropped: its attempt hangs
     a = b = None
     try:
         with SynSniffer(port) as sn:
@@ -447,8 +443,7 @@ def test_a_prober_killed_mid_attempt_is_taken_over_within_a_second():
             if p:
                 p.kill()
                 p.wait()
-        filler.close()
-        lst.close()
+        hole.close()
 
 
 def test_garbage_in_the_table_cannot_crash_or_stall_a_process():

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 import sysv
-from lib import (BUILD, SLACK, Server, SynSniffer, TestSkip, base_env, check,
+from lib import (BUILD, SLACK, FullQueue, Server, SynSniffer, TestSkip, base_env, check,
                  finish, free_port, need_root, new_table, prog, run, shim_env, spawn)
 
 CLI = os.path.join(BUILD, "backoffshim")
@@ -109,11 +109,7 @@ def test_a_prober_stopped_mid_attempt_holds_the_others_only_until_its_probe_dead
                    BACKOFFSHIM_MAX_ELAPSED="30s")
     rc, _, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
     check(rc == 1, "priming: %r" % err)
-    lst = socket.socket()
-    lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lst.bind(("127.0.0.1", port))
-    lst.listen(0)
-    filler = socket.create_connection(("127.0.0.1", port))  # the queue is full now
+    hole = FullQueue(port)  # A's SYN is dropped: its attempt hangs
     a = b = None
     try:
         with SynSniffer(port) as sn:
@@ -142,9 +138,7 @@ def test_a_prober_stopped_mid_attempt_holds_the_others_only_until_its_probe_dead
             check(after <= deadline + 1.0, "B attempted %.2fs after A: the probe deadline is "
                   "%.0fs" % (after, deadline))
         # the server is back: B connects
-        filler.close()
-        lst.close()
-        lst = None
+        hole.close()
         with Server(port).start():
             rc, out, err = finish(b, 15)
         check(rc == 0 and "hello" in out, "B once the server was back: rc=%d %r %r"
@@ -156,9 +150,7 @@ def test_a_prober_stopped_mid_attempt_holds_the_others_only_until_its_probe_dead
                     os.kill(p.pid, signal.SIGCONT)
                 p.kill()
                 p.wait()
-        filler.close()
-        if lst:
-            lst.close()
+        hole.close()
 
 
 # ---- c. one process connects to 4 500 dead ports ----
