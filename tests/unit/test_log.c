@@ -90,20 +90,25 @@ static void test_line_format_and_single_write(void **state)
  * loop to a destination past its budget) goes out once a second per
  * destination; the next one says how many were left out. Another kind goes
  * out at once. */
+/* One give-up line to 127.0.0.1:9, of the kind a loop repeats. */
+static void emit_give_up(void)
+{
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_event(&l, "give_up");
+	bs_line_fields(&l, "127.0.0.1:9", 0, UINT64_MAX, 111);
+	l.held_back = 1;
+	bs_line_str(&l, "connect 127.0.0.1:9: giving up after 0 attempts");
+	bs_line_emit(&l, BS_LOG_INFO);
+}
+
 static void test_repeated_lines_are_held_back(void **state)
 {
 	(void)state;
 	char buf[4096];
 	bs_log_setup(BS_LOG_INFO, pipefd[1]);
-	for (int i = 0; i < 50; i++) {
-		struct bs_line l;
-		bs_line_start(&l);
-		bs_line_event(&l, "give_up");
-		bs_line_fields(&l, "127.0.0.1:9", 0, UINT64_MAX, 111);
-		l.held_back = 1;
-		bs_line_str(&l, "connect 127.0.0.1:9: giving up after 0 attempts");
-		bs_line_emit(&l, BS_LOG_INFO);
-	}
+	for (int i = 0; i < 50; i++)
+		emit_give_up();
 	drain(buf, sizeof buf);
 	assert_non_null(strstr(buf, "giving up after 0 attempts"));
 	assert_null(strstr(strstr(buf, "giving up") + 1, "giving up")); /* once */
@@ -116,13 +121,7 @@ static void test_repeated_lines_are_held_back(void **state)
 	assert_non_null(strstr(buf, "(attempt 1)"));
 	struct timespec ts = {1, 50 * 1000 * 1000};
 	nanosleep(&ts, NULL); /* (the gap itself is what is tested) */
-	struct bs_line l;
-	bs_line_start(&l);
-	bs_line_event(&l, "give_up");
-	bs_line_fields(&l, "127.0.0.1:9", 0, UINT64_MAX, 111);
-	l.held_back = 1;
-	bs_line_str(&l, "connect 127.0.0.1:9: giving up after 0 attempts");
-	bs_line_emit(&l, BS_LOG_INFO);
+	emit_give_up();
 	drain(buf, sizeof buf);
 	assert_non_null(strstr(buf, "giving up after 0 attempts (and 49 more like it left out)"));
 }
