@@ -55,38 +55,31 @@ static void *own_fn(const char *name)
 
 #define MAX_OBJECTS 256
 
-/* The objects loaded now (their link maps), into out; how many. */
-static unsigned loaded(struct link_map **out)
-{
-	unsigned n = 0;
-	for (struct link_map *m = _r_debug.r_map; m && n < MAX_OBJECTS; m = m->l_next)
-		out[n++] = m;
-	return n;
-}
-
-/* An object's RELRO range (read-only once relocated), from its program
- * headers. */
-struct relro {
-	ElfW(Addr) base, lo, hi;
+/* What dl_iterate_phdr says of an object: its base and dynamic section;
+ * its RELRO range (read-only once relocated). */
+struct object {
+	ElfW(Addr) base, relro_lo, relro_hi;
+	const ElfW(Dyn) *dyn;
 };
 
-static int find_relro(struct dl_phdr_info *info, size_t size, void *ctx)
+static struct object object_of(const struct dl_phdr_info *info)
 {
-	struct relro *r = ctx;
-	(void)size;
-	if (info->dlpi_addr != r->base)
-		return 0;
-	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
-			r->lo = r->base + info->dlpi_phdr[i].p_vaddr;
-			r->hi = r->lo + info->dlpi_phdr[i].p_memsz;
+	struct object o = {info->dlpi_addr, 0, 0, NULL};
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			o.dyn = (const ElfW(Dyn) *)(o.base + ph->p_vaddr);
+		if (ph->p_type == PT_GNU_RELRO) {
+			o.relro_lo = o.base + ph->p_vaddr;
+			o.relro_hi = o.relro_lo + ph->p_memsz;
 		}
-	return 1;
+	}
+	return o;
 }
 
-static const ElfW(Dyn) *dyn_of(const struct link_map *m, ElfW(Sxword) tag)
+static const ElfW(Dyn) *dyn_of(const struct object *o, ElfW(Sxword) tag)
 {
-	for (const ElfW(Dyn) *d = m->l_ld; d && d->d_tag != DT_NULL; d++)
+	for (const ElfW(Dyn) *d = o->dyn; d && d->d_tag != DT_NULL; d++)
 		if (d->d_tag == tag)
 			return d;
 	return NULL;
@@ -94,11 +87,11 @@ static const ElfW(Dyn) *dyn_of(const struct link_map *m, ElfW(Sxword) tag)
 
 /* Point *slot at fn; inside RELRO, the page is made writable for the
  * write and read-only again. */
-static void set_slot(void **slot, void *fn, const struct relro *ro)
+static void set_slot(void **slot, void *fn, const struct object *o)
 {
 	if (*slot == fn)
 		return;
-	if ((ElfW(Addr))slot < ro->lo || (ElfW(Addr))slot >= ro->hi) {
+	if ((ElfW(Addr))slot < o->relro_lo || (ElfW(Addr))slot >= o->relro_hi) {
 		*slot = fn;
 		return;
 	}
@@ -110,12 +103,12 @@ static void set_slot(void **slot, void *fn, const struct relro *ro)
 	BS_NEG(mprotect(p, (size_t)page, PROT_READ));
 }
 
-/* The relocations of table `tag` (of size `sz_tag`) of object m that name an
+/* The relocations of table `tag` (of size `sz_tag`) that name an
  * interposed call: their slots pointed at the shim's. */
-static void patch_table(const struct link_map *m, ElfW(Sxword) tag, ElfW(Sxword) sz_tag,
-			const ElfW(Sym) *syms, const char *strs, const struct relro *ro)
+static void patch_table(const struct object *o, ElfW(Sxword) tag, ElfW(Sxword) sz_tag,
+			const ElfW(Sym) *syms, const char *strs)
 {
-	const ElfW(Dyn) *t = dyn_of(m, tag), *sz = dyn_of(m, sz_tag);
+	const ElfW(Dyn) *t = dyn_of(o, tag), *sz = dyn_of(o, sz_tag);
 	if (!t || !sz)
 		return;
 	const ElfW(Rela) *r = (const ElfW(Rela) *)t->d_un.d_ptr;
@@ -134,29 +127,46 @@ static void patch_table(const struct link_map *m, ElfW(Sxword) tag, ElfW(Sxword)
 		const ElfW(Sym) *s = &syms[ELF64_R_SYM(r[i].r_info)];
 		void *fn = s->st_shndx == SHN_UNDEF ? own_fn(strs + s->st_name) : NULL;
 		if (fn)
-			set_slot((void **)(m->l_addr + r[i].r_offset), fn, ro);
+			set_slot((void **)(o->base + r[i].r_offset), fn, o);
 	}
 }
 
-static void patch(const struct link_map *m)
+static void patch(const struct object *o)
 {
-	const ElfW(Dyn) *sym = dyn_of(m, DT_SYMTAB), *str = dyn_of(m, DT_STRTAB);
-	const ElfW(Dyn) *pltrel = dyn_of(m, DT_PLTREL);
+	const ElfW(Dyn) *sym = dyn_of(o, DT_SYMTAB), *str = dyn_of(o, DT_STRTAB);
+	const ElfW(Dyn) *pltrel = dyn_of(o, DT_PLTREL);
 	if (!sym || !str || (pltrel && pltrel->d_un.d_val != DT_RELA))
 		return; /* (the 64-bit ABIs this builds for use RELA) */
 	const ElfW(Sym) *syms = (const ElfW(Sym) *)sym->d_un.d_ptr;
 	const char *strs = (const char *)str->d_un.d_ptr;
-	struct relro ro = {m->l_addr, 0, 0};
-	dl_iterate_phdr(find_relro, &ro);
-	patch_table(m, DT_JMPREL, DT_PLTRELSZ, syms, strs, &ro);
-	patch_table(m, DT_RELA, DT_RELASZ, syms, strs, &ro);
+	patch_table(o, DT_JMPREL, DT_PLTRELSZ, syms, strs);
+	patch_table(o, DT_RELA, DT_RELASZ, syms, strs);
 }
 
-static int among(struct link_map *m, struct link_map *const *set, unsigned n)
+/* The objects loaded before a dlopen (their bases); after it, each one
+ * not among them is patched, inside dl_iterate_phdr, which holds the
+ * loader's lock: no other thread can unload it meanwhile. */
+struct walk {
+	ElfW(Addr) before[MAX_OBJECTS];
+	unsigned n;
+	int patching;
+};
+
+static int visit(struct dl_phdr_info *info, size_t size, void *ctx)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (set[i] == m)
-			return 1;
+	struct walk *w = ctx;
+	(void)size;
+	if (!w->patching) {
+		if (w->n < MAX_OBJECTS)
+			w->before[w->n++] = info->dlpi_addr;
+		return 0;
+	}
+	for (unsigned i = 0; i < w->n; i++)
+		if (w->before[i] == info->dlpi_addr)
+			return 0;
+	struct object o = object_of(info);
+	if (o.dyn)
+		patch(&o);
 	return 0;
 }
 
@@ -175,15 +185,13 @@ static void say_not_covered(const char *file)
 
 static __attribute__((noinline)) void *open_and_patch(const char *file, int mode)
 {
-	struct link_map *before[MAX_OBJECTS], *after[MAX_OBJECTS];
-	unsigned nb = loaded(before);
+	struct walk w = {.n = 0, .patching = 0};
+	dl_iterate_phdr(visit, &w);
 	void *h = bs_real_dlopen(file, mode);
-	if (!h)
-		return NULL;
-	unsigned na = loaded(after);
-	for (unsigned i = 0; i < na; i++)
-		if (!among(after[i], before, nb))
-			patch(after[i]);
+	if (h && w.n < MAX_OBJECTS) {
+		w.patching = 1;
+		dl_iterate_phdr(visit, &w);
+	}
 	return h;
 }
 
