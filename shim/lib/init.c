@@ -31,10 +31,6 @@ static struct bs_rules g_rules;
 /* the version, for `backoffshim --version` to read from the file */
 __attribute__((used)) static const char g_version[] = BS_VERSION_MARK BS_VERSION;
 
-static struct bs_table g_table;
-/* the table in use: the private one until a shared one is attached
- * (shared.c), from the first connect() on */
-struct bs_table *_Atomic bs_tab_g = &g_table;
 struct bs_fdtab bs_fdtab_g;
 static struct bs_restab g_res;
 static uint64_t g_seed;
@@ -324,7 +320,7 @@ static void init(void)
 		g_seed = r[0] ^ bs_mix64(r[1]); /* (the kernel's 16 random bytes per exec) */
 	}
 	setup_fds();
-	bs_shared_setup(&g_cfg, &g_table);
+	bs_shared_setup(&g_cfg);
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
 	bs_errno_off_g = (char *)&errno - (char *)__builtin_thread_pointer();

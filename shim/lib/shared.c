@@ -2,10 +2,10 @@
 #include "shared.h"
 
 #include "addr.h"
-#include "outcome.h"
 #include "policy.h"
 #include "clock.h"
 #include "log.h"
+#include "outcome.h" /* (struct bs_dest) */
 #include "ret.h"
 #include "shim.h"
 #include "shtab.h"
@@ -24,7 +24,10 @@
 #define SAY_EVERY (10 * BS_NS_PER_SEC) /* table lines, at most one per kind */
 
 static const struct bs_config *g_cfg;
-static struct bs_table *g_private;
+static struct bs_table g_private;
+/* the table in use: the private one until a shared one is attached, from
+ * the first connect() on (shim.h: bs_tab) */
+struct bs_table *_Atomic bs_tab_g = &g_private;
 static struct bs_table *_Atomic g_shared; /* the attached table, if any */
 static int g_key;
 static char g_lock_path[128];
@@ -66,11 +69,9 @@ static uint64_t netns_inode(void)
 	return (uint64_t)st.st_ino;
 }
 
-void bs_shared_setup(const struct bs_config *cfg, struct bs_table *private_table)
+void bs_shared_setup(const struct bs_config *cfg)
 {
 	g_cfg = cfg;
-	g_private = private_table;
-	atomic_store(&bs_tab_g, private_table);
 	if (!strcmp(cfg->shared, "off") || getauxval(AT_SECURE))
 		atomic_store(&g_phase, 3);
 }
@@ -223,8 +224,10 @@ struct bs_entry *bs_shared_claim(const struct bs_dest *d, uint64_t now, uint64_t
 
 void bs_shared_forget_stale(const struct bs_config *cfg, struct bs_entry *e)
 {
-	if (bs_entry_forget_idle(e, bs_now(), bs_policy_longest_wait(&cfg->policy)))
-		bs_publish(e);
+	if (bs_entry_forget_idle(e, bs_now(), bs_policy_longest_wait(&cfg->policy))) {
+		bs_entry_bump(e); /* published, as outcome.c's bs_publish does */
+		bs_wake((const uint32_t *)&e->seq);
+	}
 }
 
 /* ---- what this process knows ---- */

@@ -27,9 +27,9 @@
 #include "config.h"
 #include "table.h"
 
-/* At start-up: the settings, and the private table in use until a shared
- * one is attached. No system call. */
-void bs_shared_setup(const struct bs_config *cfg, struct bs_table *private_table);
+/* At start-up: the settings. No system call: until a shared table is
+ * attached, the process's private one is in use. */
+void bs_shared_setup(const struct bs_config *cfg);
 /* A connect() is about to use the table: attach the shared one if it
  * exists (the first time only; never creates it). */
 void bs_shared_look(void);
