@@ -109,6 +109,98 @@ static uint64_t work_connect(long n)
 	return el;
 }
 
+/* ---- worker: a short request connection (issue 21) ---- */
+
+#define REQ_BYTES 16
+
+/* Exactly n bytes (recv), or -1. */
+static int recv_all(int fd, char *b, size_t n)
+{
+	while (n) {
+		ssize_t r = recv(fd, b, n, 0);
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* The server's side: accept, read the 16-byte request, write 16 bytes
+ * back, then wait for the client's close (EOF or its reset) and close:
+ * the client closes first, with a reset, so neither side keeps TIME_WAIT. */
+static void *request_server(void *arg)
+{
+	int lfd = *(int *)arg;
+	for (;;) {
+		char b[REQ_BYTES];
+		int c = accept(lfd, NULL, NULL);
+		if (c < 0) {
+			if (errno != EINTR && errno != ECONNABORTED)
+				return NULL; /* listener shut down */
+			continue;
+		}
+		if (recv_all(c, b, sizeof b) == 0 && send(c, b, sizeof b, 0) == (ssize_t)sizeof b)
+			while (recv(c, b, sizeof b, 0) > 0)
+				;
+		close(c);
+	}
+}
+
+/* (never inlined, as connect_once: the client's socket, connect,
+ * setsockopt, send, recv and close) */
+static __attribute__((noinline)) int request_once(const struct sockaddr_in *sa)
+{
+	static const struct linger lg = {1, 0}; /* RST on close: no TIME_WAIT */
+	char b[REQ_BYTES] = "0123456789abcde";
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) != 0 ||
+	    send(fd, b, sizeof b, 0) != (ssize_t)sizeof b || recv_all(fd, b, sizeof b) != 0) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/* A loopback listener on an ephemeral port, served by `serve`. */
+static void listen_local(struct sockaddr_in *sa, pthread_t *t, void *(*serve)(void *), int *lfd)
+{
+	socklen_t len = sizeof *sa;
+	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	*lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)sa, sizeof *sa) != 0 ||
+	    listen(*lfd, SOMAXCONN) != 0 || getsockname(*lfd, (struct sockaddr *)sa, &len) != 0)
+		die("listener");
+	if (pthread_create(t, NULL, serve, lfd) != 0)
+		die("pthread_create");
+}
+
+static uint64_t work_request(long n)
+{
+	struct sockaddr_in sa;
+	pthread_t t;
+	int lfd;
+	listen_local(&sa, &t, request_server, &lfd);
+	for (long i = 0; i < n / 20; i++) /* warm-up, untimed */
+		if (request_once(&sa) != 0)
+			die("request (warm-up)");
+	uint64_t t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		if (request_once(&sa) != 0)
+			die("request");
+	uint64_t el = now_ns() - t0;
+	shutdown(lfd, SHUT_RDWR); /* wakes accept() */
+	pthread_join(t, NULL);
+	close(lfd);
+	return el;
+}
+
 /* ---- worker: 1-byte ping-pong over a socketpair ---- */
 
 struct pong {
@@ -231,6 +323,8 @@ static int worker(const char *what, const char *count)
 		el = work_pingpong(n);
 	else if (strcmp(what, "epoll") == 0)
 		el = work_epoll(n);
+	else if (strcmp(what, "request") == 0)
+		el = work_request(n);
 	else
 		return 2;
 	/* Say whether connect() resolves to something other than libc's, so
@@ -351,6 +445,8 @@ int main(int argc, char **argv)
 	uint64_t deadline = now_ns() + (uint64_t)TOTAL_LIMIT_S * 1000000000u;
 	bench(self, lib, "connect", CONNECTS, "connect+close loop", "connects",
 	      deadline);
+	bench(self, lib, "request", CONNECTS, "request loop (connect, send 16 B, recv 16 B, close)",
+	      "requests", deadline);
 	bench(self, lib, "pingpong", PINGPONGS, "send+recv 1-byte loop",
 	      "round trips", deadline);
 	bench(self, lib, "epoll", EPOLL_ECHOES, "epoll_wait+recv+send echo loop",

@@ -15,10 +15,12 @@ the shim's initialisation, the worker's threads) cancels out.
   counts.py BENCH LIB [--check]   print the table; with --check, exit 1 if
                                   a target is missed (the test suite's use)
 
-Targets (issues 11 and 19): at most 10 instructions added per send or
+Targets (issues 11, 19 and 21): at most 10 instructions added per send or
 recv on a descriptor the shim does not watch; at most 150 for the client's
 socket+connect+close to a never-failed destination (an attempt's start is
-a clock read: CLOCK_MONOTONIC through the vDSO); and no system call added
+a clock read: CLOCK_MONOTONIC through the vDSO); at most 200 for the
+client's side of a short request connection to such a destination
+(socket, connect, send 16 B, recv 16 B, close); and no system call added
 anywhere in these loops. --check also holds the connect with the shared
 table in use (three hashes) to SHARED_BOUND, and (issue 20) the same with
 the table holding 1 000 and 4 000 failing destinations to FILL_BOUND more
@@ -40,11 +42,13 @@ LOOPS = [
     ("connect", 300, 900, "socket+connect+setsockopt+close, accept+close"),
     ("pingpong", 3000, 9000, "2 x send + 2 x recv"),
     ("epoll", 3000, 9000, "epoll_wait + 2 x recv + 2 x send"),
+    ("request", 300, 900, "socket+connect+setsockopt+send+recv+close, accept+recv+send+recv+close"),
 ]
 WARM = 1.05  # the worker adds n/20 untimed warm-up operations
 SEND_RECV_TARGET = 10.0  # per call (pingpong: 4 calls per round trip)
 CONNECT_TARGET = 150.0   # issue 19's
 SHARED_BOUND = 175.0     # with the shared table in use
+REQUEST_TARGET = 200.0   # issue 21's: a short request connection, client side
 FILL_BOUND = 30.0        # issue 20's: 1 000 failing destinations cost at most this much more
 SLOPE_WOBBLE = 0.5       # a slope of two runs is a few hundredths off whole numbers
 
@@ -96,15 +100,17 @@ def slope(a, b, n1, n2):
     return (b - a) / ((n2 - n1) * WARM)
 
 
-def client_added(bench, lib, table):
-    """Instructions the shim adds to the client's side of the connect loop:
-    socket, connect, setsockopt (not wrapped) and close, to a listener
-    that has never failed."""
+def client_added(bench, lib, table, what="connect", inside="connect_once"):
+    """Instructions the shim adds to the client's side of a loop, inside
+    one function of the bench: by default the connect loop's socket,
+    connect, setsockopt (not wrapped) and close, to a listener that has
+    never failed; ("request", "request_once") the request loop's socket,
+    connect, setsockopt, send, recv and close."""
     n1, n2 = 300, 900
-    plain = slope(callgrind(bench, "connect", n1, worker_env(None, table), "connect_once"),
-                  callgrind(bench, "connect", n2, worker_env(None, table), "connect_once"), n1, n2)
-    shim = slope(callgrind(bench, "connect", n1, worker_env(lib, table), "connect_once"),
-                 callgrind(bench, "connect", n2, worker_env(lib, table), "connect_once"), n1, n2)
+    plain = slope(callgrind(bench, what, n1, worker_env(None, table), inside),
+                  callgrind(bench, what, n2, worker_env(None, table), inside), n1, n2)
+    shim = slope(callgrind(bench, what, n1, worker_env(lib, table), inside),
+                 callgrind(bench, what, n2, worker_env(lib, table), inside), n1, n2)
     return shim - plain
 
 
@@ -173,6 +179,12 @@ def main():
         if client > CONNECT_TARGET + SLOPE_WOBBLE:
             missed.append("socket+connect+close: %.1f instructions added (target %.0f)"
                           % (client, CONNECT_TARGET))
+        request = client_added(bench, lib, table, "request", "request_once")
+        print("  a request connection's client side (socket, connect, send, recv, close; inside"
+              " request_once): %.1f added (target <= %.0f)" % (request, REQUEST_TARGET))
+        if request > REQUEST_TARGET + SLOPE_WOBBLE:
+            missed.append("request connection: %.1f instructions added (target %.0f)"
+                          % (request, REQUEST_TARGET))
         fail_many(lib, table, 1, 19999)
         shared = client_added(bench, lib, table)
         print("  the same, with the shared table in use (another process failed first): "
