@@ -277,6 +277,7 @@ void bs_fd_copy(struct bs_fdtab *t, int from, int to)
 		atomic_fetch_or(&f->flags, BS_FDF_NO_PARK);
 		atomic_store(&d->flags, BS_FDF_NO_PARK);
 	}
+	atomic_store(&d->sotype, f ? atomic_load(&f->sotype) : 0);
 	if (st == BS_FD_NONE || st == BS_FD_EPOLL || !read_dest(f, &x))
 		return;
 	atomic_store(&d->err, atomic_load(&f->err)); /* an owed error goes along */

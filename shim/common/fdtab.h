@@ -8,8 +8,9 @@
  *
  * A slot may be stale if the program closed the fd behind the shim's back
  * (a raw syscall, a libc-internal close) and the number was reused; callers
- * check the socket's identity on the rare path (an error, the first byte),
- * never on every call. A slot can record that identity (the socket's
+ * check the socket's identity on the rare path (an error, EOF, the first
+ * byte from a destination with an entry), never on every call, and never
+ * before they publish nothing (bs_fd_first_byte). A slot can record that identity (the socket's
  * SO_COOKIE: 64 bits, never reused while the kernel runs) for them.
  *
  * Consistency: the destination (key, address, length) and the identity are
@@ -109,7 +110,12 @@ struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
 	/* the socket the shim took custody of (bs_fd_set_ident): its
 	 * SO_COOKIE, 0 for none recorded (the kernel's cookies start at 1) */
 	_Atomic uint64_t cookie;
-	_Atomic uint32_t unused;
+	/* the type argument socket() was given (SOCK_STREAM... in its low 4
+	 * bits, SOCK_NONBLOCK... above; 0: not known), written by the
+	 * socket() wrapper and kept until the number names a new descriptor
+	 * (bs_fd_set_sotype): a hint for the first byte's fast track, never
+	 * a fact a failure is recorded on (see bs_fd_first_byte) */
+	_Atomic uint32_t sotype;
 	_Atomic uint32_t gen;        /* guards key, addr, addrlen, ident_* */
 	/* defer mode: the budget of a parked socket's connect */
 	_Atomic uint32_t steps;      /* failed steps this connect lived through */
@@ -221,18 +227,64 @@ static inline void bs_fd_renew(struct bs_fdtab *t, int fd)
 	if ((unsigned)fd < t->cap && bs_fd_head_of(bs_fd_slot_at(t, fd)) != 0)
 		bs_fd_renew_slot(t, bs_fd_slot_at(t, fd));
 }
-/* close() of a connection on probation (slot s) that holds nothing else
- * (no flags, so no epoll registration or identity either) to a destination
- * tab holds no entry for: forgotten in one store, and 1. Otherwise 0, and
- * nothing changed (then bs_outcome_closed decides: a reset may be due).
- * (A plain store, as between any two states that are not pending: a racing
- * move to a pending state can only leave the count too high.) */
-static inline int bs_fd_drop_probation(struct bs_fdslot *s, struct bs_table *tab)
+/* close() of a live connection (slot s: on probation or healthy) that
+ * holds nothing else (no flags, so no epoll registration or identity
+ * either) to a destination tab holds no entry for: forgotten in one store,
+ * and 1. Otherwise 0, and nothing changed (then bs_outcome_closed
+ * decides: a reset may be due). (A plain store, as between any two states
+ * that are not pending: a racing move to a pending state can only leave
+ * the count too high.) */
+_Static_assert((BS_FD_PROBATION | 1) == BS_FD_HEALTHY, "probation and healthy differ in bit 0");
+static inline int bs_fd_drop_live(struct bs_fdslot *s, struct bs_table *tab)
 {
-	if (bs_fd_head_of(s) != bs_fd_head(BS_FD_PROBATION, 0) ||
+	/* (probation or healthy, no flags: one compare; a healthy one whose
+	 * destination has an entry takes the full path too, which only
+	 * renews it) */
+	if ((bs_fd_head_of(s) | bs_fd_head(1, 0)) != bs_fd_head(BS_FD_HEALTHY, 0) ||
 	    bs_table_may_hold(tab, atomic_load_explicit(&s->key, memory_order_relaxed)))
 		return 0;
 	atomic_store_explicit(&s->state, BS_FD_NONE, memory_order_release);
+	return 1;
+}
+
+/* The type socket() was asked for (`type`, its flags included: masked
+ * off by the reader; 0 for a number whose type is not known: accept,
+ * dup). */
+#define BS_FD_SOTYPE_MASK 0xfu /* the kernel's SOCK_TYPE_MASK */
+static inline void bs_fd_set_sotype(struct bs_fdslot *s, int type)
+{
+	atomic_store_explicit(&s->sotype, (uint32_t)type, memory_order_relaxed);
+}
+
+/* The first byte's fast track (read_send.c): is slot s a connection on
+ * probation to a destination tab holds no entry for? Its state (whatever
+ * its flags) and, if so, its key's tag bit. Then the first byte has
+ * nothing to publish: no entry to mark healthy, so no healthy_after to
+ * test, no clock to read and no address to copy. */
+static inline int bs_fd_fresh_probation(struct bs_fdslot *s, struct bs_table *tab)
+{
+	return atomic_load_explicit(&s->state, memory_order_acquire) == BS_FD_PROBATION &&
+	       !bs_table_may_hold(tab, atomic_load_explicit(&s->key, memory_order_relaxed));
+}
+
+/* Data arrived on such a connection (bs_fd_fresh_probation): healthy,
+ * the move from probation made by one compare-and-swap (a slot another
+ * thread renewed meanwhile is left as it is), 1; or 0 if socket() did not
+ * say SOCK_STREAM for this number (a datagram's reply proves nothing, or
+ * the type is unknown): the full path asks the kernel. The slot's identity
+ * is not checked: if the number was closed behind the shim's back and
+ * names something else, a healthy slot changes nothing for any
+ * destination (every path that records a failure asks the kernel about
+ * the socket first, bs_outcome_send_error), and its close forgets it. The
+ * attempt's start (since) stays the connect's: no clock is read. */
+static inline int bs_fd_first_byte(struct bs_fdslot *s)
+{
+	if ((atomic_load_explicit(&s->sotype, memory_order_relaxed) & BS_FD_SOTYPE_MASK) !=
+	    SOCK_STREAM)
+		return 0;
+	unsigned want = BS_FD_PROBATION;
+	atomic_compare_exchange_strong_explicit(&s->state, &want, BS_FD_HEALTHY,
+						memory_order_acq_rel, memory_order_relaxed);
 	return 1;
 }
 
@@ -288,7 +340,7 @@ void bs_fd_fail(struct bs_fdtab *t, int fd, int err);
 /* Take an owed error (0 if none) and forget the fd. */
 int bs_fd_take_err(struct bs_fdtab *t, int fd);
 /* dup2/dup3: `to` now names what `from` names (state, destination, times,
- * owed error, identity); both are marked BS_FDF_NO_PARK. */
+ * owed error, identity, socket type); both are marked BS_FDF_NO_PARK. */
 void bs_fd_copy(struct bs_fdtab *t, int from, int to);
 /* close_range/closefrom: fds lo..hi inclusive (bounded by high) are closed:
  * renewed, and the registrations naming a closed epoll fd forgotten. */

@@ -33,7 +33,7 @@ static inline int do_close(int fd)
 	if (__builtin_expect((unsigned)fd >= bs_fds()->cap ||
 				     bs_fd_slot_state(s = bs_fd_slot_at(bs_fds(), fd)) == BS_FD_NONE,
 			     1) ||
-	    bs_fd_drop_probation(s, bs_tab()))
+	    bs_fd_drop_live(s, bs_tab()))
 		return bs_real_close(fd);
 	return close_tracked(fd);
 }
@@ -68,7 +68,7 @@ static int duplicated(int from, int r)
 	if (r >= 0 && bs_fd_state(bs_fds(), from) != BS_FD_NONE)
 		copied(from, r);
 	else
-		bs_outcome_new_fd(r);
+		bs_outcome_new_fd(r, 0); /* (its type: not known) */
 	return r;
 }
 

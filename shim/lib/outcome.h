@@ -65,6 +65,9 @@ void bs_outcome_healthy(uint64_t key);
  *  lived:        fd on probation is in use: if it lived healthy_after it is
  *                healthy, whatever ends it now (returns 1 then);
  *  first_byte:   the peer sent a byte: healthy (if fd still names d);
+ *                (to a destination the table holds no entry for there is
+ *                nothing to publish: read_send.c's fast track moves the
+ *                slot alone, bs_fd_first_byte, and skips lived and sent)
  *  closed_early: EOF (err 0) or a reset (err) before the first byte: a
  *                failed attempt, unless it lived healthy_after or was an
  *                upload the peer took in full;
@@ -82,15 +85,20 @@ void bs_outcome_paced_connected(int fd, uint64_t t0);
 /* Nothing more is to be learned from fd (its connect failed for good, was
  * given up, or it is not a stream): untracked. */
 void bs_outcome_forget(int fd);
-/* The number fd names a new descriptor (socket, accept, dup): nothing
- * known. One load when its slot is clean; otherwise (a number closed behind
- * the wrappers' back) the probe its old connect held is let go and the
- * slot renewed. */
+/* The number fd names a new descriptor (socket, accept, dup) of the
+ * socket type `type` (socket()'s argument; 0: not known): nothing else
+ * known. One load and one store when its slot is clean; otherwise (a
+ * number closed behind the wrappers' back) the probe its old connect held
+ * is let go and the slot renewed first. */
 void bs_outcome_renew(int fd);
-static inline void bs_outcome_new_fd(int fd)
+static inline void bs_outcome_new_fd(int fd, int type)
 {
 	struct bs_fdtab *t = bs_fds();
-	if ((unsigned)fd < t->cap && bs_fd_head_of(bs_fd_slot_at(t, fd)) != 0)
+	if ((unsigned)fd >= t->cap)
+		return;
+	struct bs_fdslot *s = bs_fd_slot_at(t, fd);
+	bs_fd_set_sotype(s, type); /* (renewing leaves it) */
+	if (bs_fd_head_of(s) != 0)
 		bs_outcome_renew(fd);
 }
 int bs_outcome_lived(const struct bs_config *cfg, int fd, uint64_t key);

@@ -5,7 +5,10 @@
  *  - connecting (non-blocking): the call may be where the program learns
  *    the outcome;
  *  - on probation: the first byte proves the destination healthy; EOF or a
- *    reset before it counts as a failure;
+ *    reset before it counts as a failure. To a destination the table holds
+ *    no entry for (the common case), the first byte only moves the slot to
+ *    healthy (bs_fd_first_byte) and a send that went through changes
+ *    nothing: EOF, a reset and a send error take the full path;
  *  - send errors (EPIPE, ECONNRESET, ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH)
  *    on a TCP socket record a failure so the next reconnect is paced. Data
  *    is never resent. A datagram socket's errors are returned as they are
@@ -119,6 +122,20 @@ static int send_error(int err)
 	       err == EHOSTUNREACH;
 }
 
+/* What a send-side call on a connected fd (state st) showed (r: what it
+ * returned, or -errno): on probation, a send that went through may prove
+ * it healthy (healthy_after); a send error may be a failure (outcome.c). */
+static ssize_t send_seen(const struct bs_config *cfg, int fd, unsigned st, ssize_t r)
+{
+	if (r >= 0) {
+		if (st == BS_FD_PROBATION)
+			bs_outcome_sent(cfg, fd);
+	} else if (send_error((int)-r)) {
+		bs_outcome_send_error(cfg, fd, (int)-r);
+	}
+	return r;
+}
+
 /* After a send-side call that failed, or on a connecting/probation fd
  * (r: what it returned, or -errno). */
 static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
@@ -138,14 +155,7 @@ static ssize_t send_done(const struct op *o, unsigned st, ssize_t r)
 			return -(err == BS_NB_PARKED_NOW ? EAGAIN : err);
 		return redo(o); /* now connected: nothing was ever sent */
 	}
-	if (r >= 0) {
-		if (st == BS_FD_PROBATION)
-			bs_outcome_sent(cfg, o->fd);
-		return r;
-	}
-	if (send_error(err))
-		bs_outcome_send_error(cfg, o->fd, err);
-	return r;
+	return send_seen(cfg, o->fd, st, r);
 }
 
 /* ---- the read side ---- */
@@ -192,31 +202,89 @@ static inline int unwatched(int fd)
 	return __builtin_expect(bs_fd_state(bs_fds(), fd) == BS_FD_NONE, 1);
 }
 
+/* ---- the fast track: on probation, to a destination with no entry ---- */
+
+/* Is fd (watched, so in the table's range) on probation to a destination
+ * the table holds no entry for? */
+static inline int fresh(int fd)
+{
+	return bs_fd_fresh_probation(bs_fd_slot_at(bs_fds(), fd), bs_tab());
+}
+
+/* The rest of the read side's look, when the fast track's call showed
+ * more than data (r: what it returned; errno as libc left it). */
+static __attribute__((noinline, cold)) ssize_t read_fresh_rest(int fd, ssize_t r)
+{
+	int saved = errno;
+	return bs_ret_long(read_done(fd, BS_FD_PROBATION, r < 0 ? -saved : r), saved);
+}
+
+/* A read-side call on the fast track returned r. Data on a stream: the
+ * slot says healthy, nothing else. An error that is no reset (EAGAIN,
+ * EINTR): nothing (whether it lived healthy_after matters only to a
+ * destination with an entry, and EOF, a reset and close still ask). EOF,
+ * a reset, a datagram's or an unknown type's data: the full path. */
+static inline ssize_t read_fresh(int fd, ssize_t r)
+{
+	if (r > 0 ? bs_fd_first_byte(bs_fd_slot_at(bs_fds(), fd))
+		  : r < 0 && !read_reset(errno))
+		return r;
+	return read_fresh_rest(fd, r);
+}
+
+/* The send side's call on the fast track failed (errno as libc set it). */
+static __attribute__((noinline, cold)) ssize_t send_fresh_failed(int fd)
+{
+	int err = errno;
+	const struct bs_config *cfg = bs_active();
+	return bs_ret_long(cfg ? send_seen(cfg, fd, BS_FD_PROBATION, -err) : -err, err);
+}
+
+/* A send-side call on the fast track returned r: through, nothing to say
+ * (the healthy_after test waits for EOF, a reset or the close, which make
+ * it anyway); failed: the full path's look at the error. */
+static inline ssize_t send_fresh(int fd, ssize_t r)
+{
+	return r >= 0 ? r : send_fresh_failed(fd);
+}
+
 /* Each wrapper is "unwatched? then libc's call" and otherwise a call to
  * its out-of-line watched_NAME, with the same arguments: both are tail
  * calls that leave the argument registers as they came, so an unwatched
- * fd costs the check and one indirect jump (docs/performance.md). */
-#define WATCHED(side, name, params, ...)                                  \
-	static __attribute__((noinline)) ssize_t watched_##name params    \
+ * fd costs the check and one indirect jump (docs/performance.md). A
+ * watched fd on the fast track (fresh) costs the check of its state and
+ * key, libc's call, and a look at what it returned (read_fresh,
+ * send_fresh); any other goes the full way (full_NAME, side_watched),
+ * whose frame the fast track does without. */
+#define WATCHED(side, name, params, args, ...)                            \
+	static __attribute__((noinline)) ssize_t full_##name params       \
 	{                                                                 \
 		int saved = errno;                                        \
 		struct op o = {__VA_ARGS__};                              \
 		return bs_ret_long(side##_watched(&o), saved);            \
+	}                                                                 \
+	static __attribute__((noinline)) ssize_t watched_##name params    \
+	{                                                                 \
+		if (!fresh(fd))                                           \
+			return full_##name args;                          \
+		return side##_fresh(fd, bs_real_##name args);             \
 	}
 #define FAST(name, args)                                                  \
 	if (unwatched(fd))                                                \
 		return bs_real_##name args;                               \
 	return watched_##name args
 
-WATCHED(read, read, (int fd, void *b, size_t n), .kind = OP_READ, .fd = fd, .rbuf = b, .n = n)
-WATCHED(read, readv, (int fd, const struct iovec *v, int c), .kind = OP_READV, .fd = fd,
-	.riov = v, .cnt = c)
-WATCHED(read, recv, (int fd, void *b, size_t n, int f), .kind = OP_RECV, .fd = fd, .rbuf = b,
-	.n = n, .flags = f)
+WATCHED(read, read, (int fd, void *b, size_t n), (fd, b, n), .kind = OP_READ, .fd = fd,
+	.rbuf = b, .n = n)
+WATCHED(read, readv, (int fd, const struct iovec *v, int c), (fd, v, c), .kind = OP_READV,
+	.fd = fd, .riov = v, .cnt = c)
+WATCHED(read, recv, (int fd, void *b, size_t n, int f), (fd, b, n, f), .kind = OP_RECV,
+	.fd = fd, .rbuf = b, .n = n, .flags = f)
 WATCHED(read, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al),
-	.kind = OP_RECVFROM, .fd = fd, .rbuf = b, .n = n, .flags = f, .raddr = a, .ralen = al)
-WATCHED(read, recvmsg, (int fd, struct msghdr *m, int f), .kind = OP_RECVMSG, .fd = fd,
-	.rmsg = m, .flags = f)
+	(fd, b, n, f, a, al), .kind = OP_RECVFROM, .fd = fd, .rbuf = b, .n = n, .flags = f,
+	.raddr = a, .ralen = al)
+WATCHED(read, recvmsg, (int fd, struct msghdr *m, int f), (fd, m, f), .kind = OP_RECVMSG,
+	.fd = fd, .rmsg = m, .flags = f)
 
 /* the shared part of the plain calls and their _chk variants */
 static inline ssize_t do_read(int fd, void *b, size_t n) { FAST(read, (fd, b, n)); }
@@ -277,17 +345,18 @@ static __attribute__((noinline)) ssize_t send_watched(const struct op *o)
 	return send_done(o, st, r);
 }
 
-WATCHED(send, write, (int fd, const void *b, size_t n), .kind = OP_WRITE, .fd = fd, .buf = b,
-	.n = n)
-WATCHED(send, writev, (int fd, const struct iovec *v, int c), .kind = OP_WRITEV, .fd = fd,
-	.iov = v, .cnt = c)
-WATCHED(send, send, (int fd, const void *b, size_t n, int f), .kind = OP_SEND, .fd = fd,
-	.buf = b, .n = n, .flags = f)
+WATCHED(send, write, (int fd, const void *b, size_t n), (fd, b, n), .kind = OP_WRITE, .fd = fd,
+	.buf = b, .n = n)
+WATCHED(send, writev, (int fd, const struct iovec *v, int c), (fd, v, c), .kind = OP_WRITEV,
+	.fd = fd, .iov = v, .cnt = c)
+WATCHED(send, send, (int fd, const void *b, size_t n, int f), (fd, b, n, f), .kind = OP_SEND,
+	.fd = fd, .buf = b, .n = n, .flags = f)
 WATCHED(send, sendto, (int fd, const void *b, size_t n, int f, const struct sockaddr *a,
 		       socklen_t al),
-	.kind = OP_SENDTO, .fd = fd, .buf = b, .n = n, .flags = f, .addr = a, .alen = al)
-WATCHED(send, sendmsg, (int fd, const struct msghdr *m, int f), .kind = OP_SENDMSG, .fd = fd,
-	.msg = m, .flags = f)
+	(fd, b, n, f, a, al), .kind = OP_SENDTO, .fd = fd, .buf = b, .n = n, .flags = f,
+	.addr = a, .alen = al)
+WATCHED(send, sendmsg, (int fd, const struct msghdr *m, int f), (fd, m, f), .kind = OP_SENDMSG,
+	.fd = fd, .msg = m, .flags = f)
 
 BS_API ssize_t write(int fd, const void *b, size_t n) { FAST(write, (fd, b, n)); }
 BS_API ssize_t writev(int fd, const struct iovec *v, int c) { FAST(writev, (fd, v, c)); }

@@ -1,27 +1,28 @@
 /* socket, accept, accept4, listen: a new descriptor starts with a clean slot in the
  * fd table, even if an earlier one with the same number was closed behind
- * the shim's back (a raw syscall, fclose() of an fdopen()ed socket). One
- * store when the slot is already clean. A process that listens or accepts
+ * the shim's back (a raw syscall, fclose() of an fdopen()ed socket), and
+ * the type socket() asked for recorded in it. One load and one store when
+ * the slot is already clean. A process that listens or accepts
  * is a server (role.c). */
 #include "outcome.h"
 #include "real.h"
 #include "role.h"
 
-static int with_clean_slot(int fd)
+static int with_clean_slot(int fd, int type)
 {
-	bs_outcome_new_fd(fd); /* (-1 is out of the table's range) */
+	bs_outcome_new_fd(fd, type); /* (-1 is out of the table's range) */
 	return fd;
 }
 
 BS_API int socket(int domain, int type, int protocol)
 {
-	return with_clean_slot(bs_real_socket(domain, type, protocol));
+	return with_clean_slot(bs_real_socket(domain, type, protocol), type);
 }
 
 static int accepted(int fd)
 {
 	bs_role_is_server();
-	return with_clean_slot(fd);
+	return with_clean_slot(fd, 0); /* (its type is the listener's: not known) */
 }
 
 static int do_listen(int fd, int backlog)

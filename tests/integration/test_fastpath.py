@@ -1,10 +1,12 @@
-"""The fast path stays near the floor (issues 11 and 19), counted, never
+"""The fast path stays near the floor (issues 11, 19 and 21), counted, never
 timed: tests/bench/counts.py --check runs the bench loops under callgrind
 and strace -c, with and without the shim. It fails if a send or recv on an
 unwatched descriptor costs more than 10 added instructions, if the client's
 socket+connect+close to a never-failed destination costs more than 150 (or
-its bound with the shared table in use: counts.py), or if any loop makes a
-system call more (the shared table in use)."""
+its bound with the shared table in use: counts.py), if the client's side of
+a short request connection (socket, connect, send, recv, close) to such a
+destination costs more than 200, or if any loop makes a system call more
+(the shared table in use)."""
 import os
 import shutil
 import subprocess

@@ -3,7 +3,8 @@
  * clear_range (close_range/closefrom, bounded by the high-water mark),
  * fail/take_err, the consistent destination reader, the socket identity,
  * the program's epoll registrations and the fast path's pieces (the
- * fresh IPv4 track, the one-store close, renewal of a clean slot).
+ * fresh IPv4 track, the one-store close, the first byte's one move, the
+ * socket type, renewal of a clean slot).
  * Threads are in test_fdtab_threads.c. */
 #include "fdtab_helpers.h"
 
@@ -435,9 +436,10 @@ static void test_fresh_track(void **state)
 	expect_slot(t, 17, BS_FD_PROBATION, key, 2, 1, &a4, sizeof a4);
 }
 
-/* close() of a connection only on probation to a destination with no
- * entry: one store. Anything more, and the slot is left for the full path. */
-static void test_drop_probation(void **state)
+/* close() of a live connection that holds nothing else: on probation to a
+ * destination with no entry, or healthy: one store. Anything more, and the
+ * slot is left for the full path. */
+static void test_drop_live(void **state)
 {
 	struct bs_fdtab *t = *state;
 	struct bs_table *tab = calloc(1, sizeof *tab);
@@ -448,27 +450,107 @@ static void test_drop_probation(void **state)
 	struct sockaddr_in a4 = v4(80);
 	uint64_t key = bs_addr_key((struct sockaddr *)&a4, sizeof a4);
 	assert_true(track_fresh(t, 3, key, 1));
-	assert_true(bs_fd_drop_probation(bs_fd_slot(t, 3), tab));
+	assert_true(bs_fd_drop_live(bs_fd_slot(t, 3), tab));
 	assert_int_equal(bs_fd_state(t, 3), BS_FD_NONE);
 	/* not on probation */
 	bs_fd_track(t, 4, BS_FD_CONNECTING, key, 1, 1, NULL, 0);
-	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 4), tab));
+	assert_false(bs_fd_drop_live(bs_fd_slot(t, 4), tab));
 	assert_int_equal(bs_fd_state(t, 4), BS_FD_CONNECTING);
 	/* an epoll registration, flags, an identity: the full path */
 	assert_true(track_fresh(t, 5, key, 1));
 	bs_fd_ep_added(t, 19, 5, 1, 5);
-	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 5), tab));
+	assert_false(bs_fd_drop_live(bs_fd_slot(t, 5), tab));
 	assert_true(track_fresh(t, 6, key, 1));
 	atomic_store(&t->slots[6].flags, BS_FDF_NO_PARK);
-	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 6), tab));
+	assert_false(bs_fd_drop_live(bs_fd_slot(t, 6), tab));
 	assert_true(track_fresh(t, 7, key, 1));
 	bs_fd_set_ident(t, 7, 1);
-	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 7), tab));
+	assert_false(bs_fd_drop_live(bs_fd_slot(t, 7), tab));
 	/* its destination has an entry (a reset may be due) */
 	assert_true(track_fresh(t, 8, key, 1));
 	assert_non_null(bs_table_claim(tab, key, 1, 1000000000ull));
-	assert_false(bs_fd_drop_probation(bs_fd_slot(t, 8), tab));
+	assert_false(bs_fd_drop_live(bs_fd_slot(t, 8), tab));
 	assert_int_equal(bs_fd_state(t, 8), BS_FD_PROBATION);
+	/* healthy, the same (the full path only renews it) */
+	assert_int_equal(bs_fd_set(t, 8, BS_FD_HEALTHY, 2), 1);
+	assert_false(bs_fd_drop_live(bs_fd_slot(t, 8), tab));
+	assert_int_equal(bs_fd_state(t, 8), BS_FD_HEALTHY);
+	/* healthy, to a destination with no entry: one store */
+	struct sockaddr_in b4 = v4(81);
+	uint64_t other = bs_addr_key((struct sockaddr *)&b4, sizeof b4);
+	assert_false(bs_table_may_hold(tab, other));
+	assert_true(track_fresh(t, 10, other, 1));
+	assert_int_equal(bs_fd_set(t, 10, BS_FD_HEALTHY, 2), 1);
+	assert_true(bs_fd_drop_live(bs_fd_slot(t, 10), tab));
+	assert_int_equal(bs_fd_state(t, 10), BS_FD_NONE);
+	/* healthy with a flag: the full path */
+	assert_true(track_fresh(t, 9, other, 1));
+	assert_int_equal(bs_fd_set(t, 9, BS_FD_HEALTHY, 2), 1);
+	atomic_store(&t->slots[9].flags, BS_FDF_NO_PARK);
+	assert_false(bs_fd_drop_live(bs_fd_slot(t, 9), tab));
+	assert_int_equal(bs_fd_state(t, 9), BS_FD_HEALTHY);
+	free(tab);
+}
+
+/* The first byte's fast track (issue 21): a connection on probation to a
+ * destination with no entry, whose number socket() made a stream, moves to
+ * healthy with one compare-and-swap and nothing else: its start and its
+ * destination are as they were. A datagram, an unknown type, another
+ * state or a destination with an entry: not for it. */
+static void test_first_byte(void **state)
+{
+	struct bs_fdtab *t = *state;
+	struct bs_table *tab = calloc(1, sizeof *tab);
+	assert_non_null(tab);
+	bs_fd_enable_fresh(t);
+	bs_fd_track(t, 20, BS_FD_CONNECTING, 1, 1, 1, NULL, 0);
+	bs_fd_clear(t, 20);
+	struct sockaddr_in a4 = v4(80);
+	uint64_t key = bs_addr_key((struct sockaddr *)&a4, sizeof a4);
+
+	bs_fd_set_sotype(bs_fd_slot(t, 3), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+	assert_int_equal(atomic_load(&t->slots[3].sotype) & BS_FD_SOTYPE_MASK, SOCK_STREAM);
+	assert_true(track_fresh(t, 3, key, 77));
+	assert_true(bs_fd_fresh_probation(bs_fd_slot(t, 3), tab));
+	assert_true(bs_fd_first_byte(bs_fd_slot(t, 3)));
+	expect_slot(t, 3, BS_FD_HEALTHY, key, 77, 0, &a4, sizeof a4);
+	assert_false(bs_fd_any_pending(t));
+	/* healthy now: no longer on the fast track, and a second byte
+	 * changes nothing */
+	assert_false(bs_fd_fresh_probation(bs_fd_slot(t, 3), tab));
+	assert_true(bs_fd_first_byte(bs_fd_slot(t, 3)));
+	assert_int_equal(bs_fd_state(t, 3), BS_FD_HEALTHY);
+
+	/* a datagram socket, or one whose type socket() did not tell: the
+	 * full path asks the kernel */
+	bs_fd_set_sotype(bs_fd_slot(t, 4), SOCK_DGRAM | SOCK_CLOEXEC);
+	assert_true(track_fresh(t, 4, key, 1));
+	assert_true(bs_fd_fresh_probation(bs_fd_slot(t, 4), tab));
+	assert_false(bs_fd_first_byte(bs_fd_slot(t, 4)));
+	assert_int_equal(bs_fd_state(t, 4), BS_FD_PROBATION);
+	bs_fd_set_sotype(bs_fd_slot(t, 5), 0);
+	assert_true(track_fresh(t, 5, key, 1));
+	assert_false(bs_fd_first_byte(bs_fd_slot(t, 5)));
+	assert_int_equal(bs_fd_state(t, 5), BS_FD_PROBATION);
+	/* a number renewed (or retracked) by another thread meanwhile is
+	 * left as it is */
+	bs_fd_set_sotype(bs_fd_slot(t, 6), SOCK_STREAM);
+	bs_fd_track(t, 6, BS_FD_CONNECTING, key, 1, 1, NULL, 0);
+	assert_false(bs_fd_fresh_probation(bs_fd_slot(t, 6), tab));
+	assert_true(bs_fd_first_byte(bs_fd_slot(t, 6)));
+	assert_int_equal(bs_fd_state(t, 6), BS_FD_CONNECTING);
+	assert_true(bs_fd_any_pending(t));
+	/* a destination with an entry: the full path (it is to be marked
+	 * healthy) */
+	bs_fd_set_sotype(bs_fd_slot(t, 7), SOCK_STREAM);
+	assert_true(track_fresh(t, 7, key, 1));
+	assert_non_null(bs_table_claim(tab, key, 1, 1000000000ull));
+	assert_false(bs_fd_fresh_probation(bs_fd_slot(t, 7), tab));
+	/* the type goes along with a dup, and renewing leaves it */
+	bs_fd_copy(t, 7, 8);
+	assert_int_equal(atomic_load(&t->slots[8].sotype), SOCK_STREAM);
+	bs_fd_renew(t, 8);
+	assert_int_equal(atomic_load(&t->slots[8].sotype), SOCK_STREAM);
 	free(tab);
 }
 
@@ -682,7 +764,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fresh_bound, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_fresh_track, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_extra_flag, tab_setup, tab_teardown),
-		cmocka_unit_test_setup_teardown(test_drop_probation, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_drop_live, tab_setup, tab_teardown),
+		cmocka_unit_test_setup_teardown(test_first_byte, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_renew, tab_setup, tab_teardown),
 		cmocka_unit_test_setup_teardown(test_epoll_registrations, tab_setup, tab_teardown),
 	};
