@@ -9,9 +9,10 @@
  * A slot may be stale if the program closed the fd behind the shim's back
  * (a raw syscall, a libc-internal close) and the number was reused; callers
  * check the socket's identity on the rare path (an error, EOF, the first
- * byte from a destination with an entry), never on every call, and never
- * before they publish nothing (bs_fd_first_byte). A slot can record that identity (the socket's
- * SO_COOKIE: 64 bits, never reused while the kernel runs) for them.
+ * byte from a destination with an entry), never on every call, nor where
+ * they publish nothing (bs_fd_first_byte). A slot can record that identity
+ * (the socket's SO_COOKIE: 64 bits, never reused while the kernel runs)
+ * for them.
  *
  * Consistency: the destination (key, address, length) and the identity are
  * written together under a per-slot generation word, seqlock style: a writer
