@@ -38,8 +38,7 @@ enum bs_shtab_verdict bs_shtab_check_segment(const struct bs_shtab_stat *st, uid
 
 enum bs_shtab_verdict bs_shtab_check_header(const struct bs_shtab_header *h)
 {
-	static const struct bs_shtab_header zero;
-	if (!memcmp(h, &zero, sizeof zero))
+	if (h->magic == 0) /* (its maker writes the magic last) */
 		return BS_SHTAB_NEW;
 	if (h->magic != BS_SHTAB_MAGIC)
 		return BS_SHTAB_BAD_HEADER;

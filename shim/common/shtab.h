@@ -49,7 +49,8 @@ struct bs_shtab_stat {
 
 enum bs_shtab_verdict {
 	BS_SHTAB_OK = 0,
-	BS_SHTAB_NEW,         /* all zero: just created; the header is written next */
+	BS_SHTAB_NEW,         /* no magic yet: just created; its maker writes the
+			       * fields, then the magic */
 	BS_SHTAB_OTHER_OWNER,
 	BS_SHTAB_OPEN_TO_OTHERS,
 	BS_SHTAB_WRONG_SIZE,

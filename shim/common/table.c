@@ -173,21 +173,21 @@ static uint64_t settle(struct bs_table *t, unsigned i, uint64_t key)
 	return w;
 }
 
-/* How good a way is to take, by what it holds: lower is better. A
- * reservation (a claim in progress, or one abandoned) is taken only when
- * nothing else is left: its claimer then finds its word gone and starts
- * over. */
-enum rank { R_EMPTY, R_DAMAGED, R_IDLE, R_LIVE, R_RESERVED, R_PINNED };
+/* How good a way is to take, by what it holds (w, as read): lower is
+ * better. A reservation is never taken (its claimer owns the entry until
+ * it publishes or gives it back; one abandoned by a longjmp keeps its way).
+ * Damage is judged from w itself: a word that changed since was a claim at
+ * work, not damage. */
+enum rank { R_EMPTY, R_DAMAGED, R_IDLE, R_LIVE, R_PINNED };
 
 static enum rank rank_of(struct bs_table *t, unsigned i, uint64_t w, uint64_t now, uint64_t idle)
 {
-	uint64_t k;
 	if (w == 0 || w == BS_TABLE_FREE)
 		return R_EMPTY;
 	if (w & BS_TABLE_RES)
-		return R_RESERVED;
-	if (!bs_table_slot_valid(t, i, &k))
-		return R_DAMAGED;
+		return R_PINNED;
+	if (!bs_table_key_valid(w) || (uint32_t)atomic_load(&t->meta[i]) != check_of(w))
+		return word(t, i) == w ? R_DAMAGED : R_PINNED;
 	struct bs_entry *e = &t->entries[i];
 	int idle_now = reclaimable(e, now, idle);
 	/* (live waiters keep a failing entry from going idle: each wakes by
@@ -229,15 +229,24 @@ static enum scan scan(struct bs_table *t, uint64_t key, uint64_t now, uint64_t i
 /* Bucket b's tag bits recomputed from the keys (and reservations) in its
  * ways, after one left. A claim that sets its bit meanwhile makes the swap
  * fail: the word is then left a superset, which is always safe. */
-static void retag(struct bs_table *t, unsigned b)
+static uint64_t tags_of(struct bs_table *t, unsigned b)
 {
-	uint64_t old = atomic_load(&t->tags[b]), want = 0;
+	uint64_t want = 0;
 	for (unsigned w = 0; w < BS_TABLE_WAYS; w++) {
 		uint64_t k = word(t, b * BS_TABLE_WAYS + w) & ~(BS_TABLE_RES | BS_TABLE_DEAD);
 		if (bs_table_key_valid(k))
 			want |= bs_table_tag(k);
 	}
-	atomic_compare_exchange_strong(&t->tags[b], &old, want);
+	return want;
+}
+
+static void retag(struct bs_table *t, unsigned b)
+{
+	uint64_t old = atomic_load(&t->tags[b]);
+	if (atomic_compare_exchange_strong(&t->tags[b], &old, tags_of(t, b)))
+		/* a claim that published meanwhile, its bit already set, left the
+		 * word unchanged: read the ways again and keep their bits */
+		atomic_fetch_or(&t->tags[b], tags_of(t, b));
 }
 
 /* Step 3: with way `mine` reserved, deal with rivals. Returns the slot of
@@ -332,7 +341,8 @@ struct bs_entry *bs_table_claim_as(struct bs_table *t, uint64_t key, uint64_t no
 		uint64_t seen = 0;
 		note->damaged = 0;
 		switch (scan(t, key, now, idle, &i, &seen, note)) {
-		case SCAN_FOUND:
+		case SCAN_FOUND: /* (its bit set again: a retag may have raced it) */
+			atomic_fetch_or(&t->tags[i / BS_TABLE_WAYS], bs_table_tag(key));
 			return &t->entries[i];
 		case SCAN_FULL:
 			note->refused = 1;

@@ -81,6 +81,20 @@ static uid_t euid(void)
 	return (uid_t)getauxval(AT_EUID); /* (no system call) */
 }
 
+/* A new segment's header: every field, then the magic word last, so that
+ * a process checking it meanwhile sees "new" (all zero but the fields) or
+ * the whole header, never a half one with the magic. */
+static void write_header(struct bs_shtab_header *h)
+{
+	struct bs_shtab_header want;
+	bs_shtab_header_init(&want);
+	uint64_t magic = want.magic;
+	want.magic = 0;
+	memcpy((char *)h + sizeof h->magic, (char *)&want + sizeof want.magic,
+	       sizeof want - sizeof want.magic);
+	atomic_store_explicit((_Atomic uint64_t *)&h->magic, magic, memory_order_release);
+}
+
 /* The segment attached and checked: the table, or NULL with *why. */
 static struct bs_table *attach(int id, const char **why)
 {
@@ -98,7 +112,7 @@ static struct bs_table *attach(int id, const char **why)
 	struct bs_shtab_header *h = (struct bs_shtab_header *)m;
 	v = bs_shtab_check_header(h);
 	if (v == BS_SHTAB_NEW)
-		bs_shtab_header_init(h); /* (whoever attaches first writes the same) */
+		write_header(h); /* (whoever attaches first writes the same) */
 	else if (v != BS_SHTAB_OK) {
 		BS_SYS(SYS_shmdt, (void *)m);
 		return *why = bs_shtab_verdict_text(v), NULL;
@@ -141,6 +155,8 @@ static void find(int create)
 	if (atomic_compare_exchange_strong(&g_shared, &none, t)) {
 		bs_futex_shared();
 		atomic_store(&bs_tab_g, t);
+	} else {
+		BS_SYS(SYS_shmdt, (char *)t - BS_SHTAB_OFFSET); /* another thread's is in use */
 	}
 	atomic_store(&g_phase, 2);
 }
@@ -264,6 +280,11 @@ static int open_lock_file(void)
 		return -1;
 	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, g_lock_path,
 			     O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+	if (fd >= 0 && fd <= 2) { /* (a program started with 0-2 closed keeps them so) */
+		int high = (int)BS_SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
+		BS_SYS(SYS_close, fd);
+		fd = high;
+	}
 	struct stat st;
 	if (fd >= 0 && (BS_SYS(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 			st.st_uid != euid() || (st.st_mode & 077))) {
@@ -344,7 +365,9 @@ void bs_shared_wait_begins(const struct bs_entry *e)
 	if (!first || cell < 0)
 		return;
 	int fd = hold_at((off_t)bs_shtab_waiter_byte((unsigned)i, (unsigned)cell));
-	atomic_store(&g_cell_lock[i], fd >= 0 ? fd + 1 : 0);
+	int none = 0; /* (a racing last waiter's lock may still be there: keep it) */
+	if (fd >= 0 && !atomic_compare_exchange_strong(&g_cell_lock[i], &none, fd + 1))
+		bs_shared_release(fd);
 }
 
 void bs_shared_wait_ends(const struct bs_entry *e)
