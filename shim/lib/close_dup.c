@@ -27,7 +27,7 @@ static __attribute__((noinline)) int close_tracked(int fd)
 	return bs_real_close(fd);
 }
 
-static inline int do_close(int fd)
+BS_API int close(int fd)
 {
 	struct bs_fdslot *s;
 	if (__builtin_expect((unsigned)fd >= bs_fds()->cap ||
@@ -72,24 +72,9 @@ static int duplicated(int from, int r)
 	return r;
 }
 
-static int do_dup(int from)
+/* dup2/dup3 returned r: `to` now names what `from` names, if it went. */
+static int duplicated_onto(int from, int to, int r)
 {
-	return duplicated(from, bs_real_dup(from));
-}
-
-static int do_dup2(int from, int to)
-{
-	replacing(from, to);
-	int r = bs_real_dup2(from, to);
-	if (r >= 0)
-		copied(from, to);
-	return r;
-}
-
-static int do_dup3(int from, int to, int flags)
-{
-	replacing(from, to);
-	int r = bs_real_dup3(from, to, flags);
 	if (r >= 0)
 		copied(from, to);
 	return r;
@@ -131,7 +116,7 @@ static void closed_range(unsigned lo, unsigned hi)
 	bs_fd_clear_range(t, lo, hi);
 }
 
-static int do_close_range(unsigned first, unsigned last, int flags)
+BS_API int close_range(unsigned first, unsigned last, int flags)
 {
 	int r = bs_real_close_range(first, last, flags);
 	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && bs_custody_here())
@@ -139,42 +124,37 @@ static int do_close_range(unsigned first, unsigned last, int flags)
 	return r;
 }
 
-static void do_closefrom(int lowfd)
+BS_API void closefrom(int lowfd)
 {
 	bs_real_closefrom(lowfd);
 	if (lowfd >= 0 && bs_custody_here())
 		closed_range((unsigned)lowfd, ~0u);
 }
 
-BS_API int close(int fd) { return do_close(fd); }
-BS_API int dup(int fd) { return do_dup(fd); }
+BS_API int dup(int fd) { return duplicated(fd, bs_real_dup(fd)); }
 
-/* (the optional argument read as one register, as libc reads it itself) */
-#define OPTIONAL_ARG(last, arg)                          \
-	do {                                             \
-		va_list ap;                              \
-		va_start(ap, last);                      \
-		arg = va_arg(ap, unsigned long);         \
-		va_end(ap);                              \
-	} while (0)
-
-BS_API int fcntl(int fd, int cmd, ...)
+BS_API int dup2(int from, int to)
 {
-	unsigned long arg;
-	OPTIONAL_ARG(cmd, arg);
-	return do_fcntl(bs_real_fcntl, fd, cmd, arg);
+	replacing(from, to);
+	return duplicated_onto(from, to, bs_real_dup2(from, to));
 }
 
-BS_API int fcntl64(int fd, int cmd, ...)
+BS_API int dup3(int from, int to, int flags)
 {
-	unsigned long arg;
-	OPTIONAL_ARG(cmd, arg);
-	return do_fcntl(bs_real_fcntl64, fd, cmd, arg);
+	replacing(from, to);
+	return duplicated_onto(from, to, bs_real_dup3(from, to, flags));
 }
-BS_API int dup2(int from, int to) { return do_dup2(from, to); }
-BS_API int dup3(int from, int to, int flags) { return do_dup3(from, to, flags); }
-BS_API int close_range(unsigned first, unsigned last, int flags)
-{
-	return do_close_range(first, last, flags);
-}
-BS_API void closefrom(int lowfd) { do_closefrom(lowfd); }
+
+/* fcntl and fcntl64 are variadic: the optional argument is read as one
+ * register (every fcntl argument fits one), as libc reads it itself. */
+#define FCNTL(name)                                                       \
+	BS_API int name(int fd, int cmd, ...)                             \
+	{                                                                 \
+		va_list ap;                                               \
+		va_start(ap, cmd);                                        \
+		unsigned long arg = va_arg(ap, unsigned long);            \
+		va_end(ap);                                               \
+		return do_fcntl(bs_real_##name, fd, cmd, arg);            \
+	}
+FCNTL(fcntl)
+FCNTL(fcntl64)

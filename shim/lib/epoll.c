@@ -27,6 +27,17 @@
 
 /* ---- registrations ---- */
 
+static void record(int epfd, int op, int fd, const struct epoll_event *ev)
+{
+	struct bs_fdtab *t = bs_fds();
+	if (op == EPOLL_CTL_ADD && ev)
+		bs_fd_ep_added(t, epfd, fd, ev->events, ev->data.u64);
+	else if (op == EPOLL_CTL_MOD && ev)
+		bs_fd_ep_modified(t, epfd, fd, ev->events, ev->data.u64);
+	else if (op == EPOLL_CTL_DEL)
+		bs_fd_ep_deleted(t, epfd, fd);
+}
+
 /* A call on a parked socket's registration, answered here: 1 if so, its
  * result (0 or -errno) in *ret. */
 static int answered_for_parked(int epfd, int op, int fd, const struct epoll_event *ev,
@@ -43,46 +54,22 @@ static int answered_for_parked(int epfd, int op, int fd, const struct epoll_even
 		bs_park_end(fd); /* a second set: the illusion ends here */
 		return 0;
 	}
-	switch (op) {
-	case EPOLL_CTL_ADD:
-		if (bs_fd_ep_in(t, epfd, fd))
-			return *ret = -EEXIST, 1;
-		if (!ev)
-			return *ret = -EFAULT, 1;
-		bs_fd_ep_added(t, epfd, fd, ev->events, ev->data.u64);
+	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL)
+		return 0;
+	if (bs_fd_ep_in(t, epfd, fd) != (op != EPOLL_CTL_ADD)) /* ADD: not in it; else in it */
+		return *ret = op == EPOLL_CTL_ADD ? -EEXIST : -ENOENT, 1;
+	if (op != EPOLL_CTL_DEL && !ev)
+		return *ret = -EFAULT, 1;
+	/* the kernel modifies no exclusive registration, and makes none */
+	if (op == EPOLL_CTL_MOD && ((atomic_load(&s->ep_events) | ev->events) & EPOLLEXCLUSIVE))
+		return *ret = -EINVAL, 1;
+	record(epfd, op, fd, ev);
+	if (op == EPOLL_CTL_ADD)
 		atomic_fetch_or(&s->flags, BS_FDF_EP_REMOVED); /* joins when it reconnects */
-		return *ret = 0, 1;
-	case EPOLL_CTL_MOD:
-		if (!bs_fd_ep_in(t, epfd, fd))
-			return *ret = -ENOENT, 1;
-		if (!ev)
-			return *ret = -EFAULT, 1;
-		/* the kernel modifies no exclusive registration, and makes none */
-		if ((atomic_load(&s->ep_events) | ev->events) & EPOLLEXCLUSIVE)
-			return *ret = -EINVAL, 1;
-		bs_fd_ep_modified(t, epfd, fd, ev->events, ev->data.u64);
-		return *ret = 0, 1;
-	case EPOLL_CTL_DEL:
-		if (!bs_fd_ep_in(t, epfd, fd))
-			return *ret = -ENOENT, 1;
-		bs_fd_ep_deleted(t, epfd, fd);
-		return *ret = 0, 1;
-	}
-	return 0;
+	return *ret = 0, 1;
 }
 
-static void record(int epfd, int op, int fd, const struct epoll_event *ev)
-{
-	struct bs_fdtab *t = bs_fds();
-	if (op == EPOLL_CTL_ADD && ev)
-		bs_fd_ep_added(t, epfd, fd, ev->events, ev->data.u64);
-	else if (op == EPOLL_CTL_MOD && ev)
-		bs_fd_ep_modified(t, epfd, fd, ev->events, ev->data.u64);
-	else if (op == EPOLL_CTL_DEL)
-		bs_fd_ep_deleted(t, epfd, fd);
-}
-
-static int do_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+BS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	int ret;
 	if (bs_fd_any_parked(bs_fds()) && answered_for_parked(epfd, op, fd, ev, &ret))
@@ -178,47 +165,25 @@ static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *
 	return bs_ret(bs_defer_rounds(&c, deadline, wait_and_screen), saved);
 }
 
-static int do_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+BS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	if (!bs_fd_any_pending(bs_fds()))
 		return bs_real_epoll_wait(epfd, ev, max, timeout);
 	return wait_watched(epfd, ev, max, timeout, NULL, NULL, 0);
 }
 
-static int do_epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
-			  const sigset_t *mask)
+BS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+		       const sigset_t *mask)
 {
 	if (!bs_fd_any_pending(bs_fds()))
 		return bs_real_epoll_pwait(epfd, ev, max, timeout, mask);
 	return wait_watched(epfd, ev, max, timeout, NULL, mask, 1);
 }
 
-static int do_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
-			   const sigset_t *mask)
+BS_API int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
+			const sigset_t *mask)
 {
 	if (!bs_fd_any_pending(bs_fds()) || !bs_timeout_ts_valid(ts))
 		return bs_real_epoll_pwait2(epfd, ev, max, ts, mask); /* (EINVAL as it is) */
 	return wait_watched(epfd, ev, max, 0, ts, mask, 2);
-}
-
-BS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
-{
-	return do_epoll_ctl(epfd, op, fd, ev);
-}
-
-BS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
-{
-	return do_epoll_wait(epfd, ev, max, timeout);
-}
-
-BS_API int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
-		       const sigset_t *mask)
-{
-	return do_epoll_pwait(epfd, ev, max, timeout, mask);
-}
-
-BS_API int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *ts,
-			const sigset_t *mask)
-{
-	return do_epoll_pwait2(epfd, ev, max, ts, mask);
 }

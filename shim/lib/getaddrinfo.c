@@ -9,8 +9,8 @@
 #include <string.h>
 #include "shim.h"
 
-static int do_getaddrinfo(const char *node, const char *svc, const struct addrinfo *hints,
-			  struct addrinfo **res)
+BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo *hints,
+		       struct addrinfo **res)
 {
 	int r = bs_real_getaddrinfo(node, svc, hints, res);
 	if (r != 0 || !res || !bs_active())
@@ -38,12 +38,6 @@ static int do_getaddrinfo(const char *node, const char *svc, const struct addrin
 	if (n && node && rules && rules->n) /* for [dest name:port] sections */
 		bs_res_add_named(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)));
 	return r;
-}
-
-BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo *hints,
-		       struct addrinfo **res)
-{
-	return do_getaddrinfo(node, svc, hints, res);
 }
 
 int bs_name_has(void *ctx, uint64_t name, uint64_t key)

@@ -11,7 +11,7 @@
 
 #include <errno.h>
 
-static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+BS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
 	int r = bs_real_getsockopt(fd, level, opt, val, len);
 	if (r != 0 || level != SOL_SOCKET || opt != SO_ERROR || !val || !len ||
@@ -37,9 +37,4 @@ static int do_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	*(int *)val = res == BS_NB_PARKED_NOW ? 0 : res; /* parked: still connecting */
 	errno = saved;
 	return r;
-}
-
-BS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
-{
-	return do_getsockopt(fd, level, opt, val, len);
 }

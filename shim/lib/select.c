@@ -51,6 +51,11 @@ static int real_wait(const struct call *c, struct sets *s, uint64_t ns)
 	return (int)BS_NEG(bs_real_select(c->n, r, w, e, bs_timeout_tv(ns, &tv)));
 }
 
+static int in_sets(const struct sets *s, int fd)
+{
+	return FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e);
+}
+
 static void clear_fd(struct sets *s, int fd)
 {
 	FD_CLR(fd, &s->r);
@@ -65,8 +70,7 @@ static int hide_parked(const struct call *c, struct sets *s)
 	int hidden = 0;
 	*s = c->asked;
 	for (int fd = 0; fd < c->n; fd++)
-		if ((FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e)) &&
-		    bs_park_is_parked(fd) && bs_park_holds(fd)) {
+		if (in_sets(s, fd) && bs_park_is_parked(fd) && bs_park_holds(fd)) {
 			clear_fd(s, fd);
 			hidden++;
 		}
@@ -79,8 +83,7 @@ static int screen(const struct call *c, struct sets *s)
 {
 	int left = 0;
 	for (int fd = 0; fd < c->n; fd++) {
-		int ready = FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e);
-		if (ready && bs_fd_state(bs_fds(), fd) == BS_FD_CONNECTING &&
+		if (in_sets(s, fd) && bs_fd_state(bs_fds(), fd) == BS_FD_CONNECTING &&
 		    bs_sock_has_failed(fd)) {
 			enum bs_screen v = bs_defer_screen(fd);
 			if (v == BS_SCREEN_EINTR)
@@ -191,34 +194,26 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 	return deferred(&c);
 }
 
-static int do_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+/* Not the shim's to screen (nfds out of range, nothing in flight, or an
+ * invalid timeout: EINVAL as it is): the call goes through as it is. */
+static int passed_on(int n, fd_set *r, fd_set *w, fd_set *e, int ours)
 {
-	if (!mine(n) || !bs_timeout_tv_valid(tv)) { /* (EINVAL as it is) */
-		if (n > FD_SETSIZE && bs_fd_any_pending(bs_fds()))
-			unscreened_in_sets(n, r, w, e);
-		return bs_real_select(n, r, w, e, tv);
-	}
-	return select_watched(n, r, w, e, tv);
-}
-
-static int do_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
-		      const sigset_t *mask)
-{
-	if (!mine(n) || !bs_timeout_ts_valid(ts)) { /* (EINVAL as it is) */
-		if (n > FD_SETSIZE && bs_fd_any_pending(bs_fds()))
-			unscreened_in_sets(n, r, w, e);
-		return bs_real_pselect(n, r, w, e, ts, mask);
-	}
-	return pselect_watched(n, r, w, e, ts, mask);
+	if (!ours && n > FD_SETSIZE && bs_fd_any_pending(bs_fds()))
+		unscreened_in_sets(n, r, w, e);
+	return !ours;
 }
 
 BS_API int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-	return do_select(n, r, w, e, tv);
+	if (passed_on(n, r, w, e, mine(n) && bs_timeout_tv_valid(tv)))
+		return bs_real_select(n, r, w, e, tv);
+	return select_watched(n, r, w, e, tv);
 }
 
 BS_API int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
 		   const sigset_t *mask)
 {
-	return do_pselect(n, r, w, e, ts, mask);
+	if (passed_on(n, r, w, e, mine(n) && bs_timeout_ts_valid(ts)))
+		return bs_real_pselect(n, r, w, e, ts, mask);
+	return pselect_watched(n, r, w, e, ts, mask);
 }

@@ -25,7 +25,7 @@ static int accepted(int fd)
 	return with_clean_slot(fd, 0); /* (its type is the listener's: not known) */
 }
 
-static int do_listen(int fd, int backlog)
+BS_API int listen(int fd, int backlog)
 {
 	int r = bs_real_listen(fd, backlog);
 	if (r == 0) {
@@ -46,5 +46,3 @@ BS_API int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	return accepted(bs_real_accept4(fd, addr, len, flags));
 }
-
-BS_API int listen(int fd, int backlog) { return do_listen(fd, backlog); }
