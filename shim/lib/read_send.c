@@ -31,21 +31,15 @@
 enum op_kind { OP_WRITE, OP_WRITEV, OP_SEND, OP_SENDTO, OP_SENDMSG,
 	       OP_READ, OP_READV, OP_RECV, OP_RECVFROM, OP_RECVMSG };
 
-struct op { /* a send-side call, so that it can be made again */
+struct op { /* a call, so that it can be made again */
 	enum op_kind kind;
 	int fd, flags, cnt;
-	const void *buf;
+	const void *buf; /* (the read side's is writable) */
 	size_t n;
 	const struct iovec *iov;
 	const struct msghdr *msg;
 	const struct sockaddr *addr;
-	socklen_t alen;
-	/* the read side's */
-	void *rbuf;
-	const struct iovec *riov;
-	struct msghdr *rmsg;
-	struct sockaddr *raddr;
-	socklen_t *ralen;
+	socklen_t alen, *ralen;
 };
 
 static ssize_t redo_libc(const struct op *o)
@@ -56,12 +50,13 @@ static ssize_t redo_libc(const struct op *o)
 	case OP_SEND: return bs_real_send(o->fd, o->buf, o->n, o->flags);
 	case OP_SENDTO: return bs_real_sendto(o->fd, o->buf, o->n, o->flags, o->addr, o->alen);
 	case OP_SENDMSG: return bs_real_sendmsg(o->fd, o->msg, o->flags);
-	case OP_READ: return bs_real_read(o->fd, o->rbuf, o->n);
-	case OP_READV: return bs_real_readv(o->fd, o->riov, o->cnt);
-	case OP_RECV: return bs_real_recv(o->fd, o->rbuf, o->n, o->flags);
+	case OP_READ: return bs_real_read(o->fd, (void *)o->buf, o->n);
+	case OP_READV: return bs_real_readv(o->fd, o->iov, o->cnt);
+	case OP_RECV: return bs_real_recv(o->fd, (void *)o->buf, o->n, o->flags);
 	case OP_RECVFROM:
-		return bs_real_recvfrom(o->fd, o->rbuf, o->n, o->flags, o->raddr, o->ralen);
-	case OP_RECVMSG: return bs_real_recvmsg(o->fd, o->rmsg, o->flags);
+		return bs_real_recvfrom(o->fd, (void *)o->buf, o->n, o->flags,
+					(struct sockaddr *)o->addr, o->ralen);
+	case OP_RECVMSG: return bs_real_recvmsg(o->fd, (struct msghdr *)o->msg, o->flags);
 	}
 	return -1;
 }
@@ -118,8 +113,7 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 
 static int send_error(int err)
 {
-	return err == EPIPE || err == ECONNRESET || err == ECONNREFUSED || err == ETIMEDOUT ||
-	       err == EHOSTUNREACH;
+	return read_reset(err) || err == EHOSTUNREACH;
 }
 
 /* What a send-side call on a connected fd (state st) showed (r: what it
@@ -275,16 +269,16 @@ static inline ssize_t send_fresh(int fd, ssize_t r)
 	return watched_##name args
 
 WATCHED(read, read, (int fd, void *b, size_t n), (fd, b, n), .kind = OP_READ, .fd = fd,
-	.rbuf = b, .n = n)
+	.buf = b, .n = n)
 WATCHED(read, readv, (int fd, const struct iovec *v, int c), (fd, v, c), .kind = OP_READV,
-	.fd = fd, .riov = v, .cnt = c)
+	.fd = fd, .iov = v, .cnt = c)
 WATCHED(read, recv, (int fd, void *b, size_t n, int f), (fd, b, n, f), .kind = OP_RECV,
-	.fd = fd, .rbuf = b, .n = n, .flags = f)
+	.fd = fd, .buf = b, .n = n, .flags = f)
 WATCHED(read, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al),
-	(fd, b, n, f, a, al), .kind = OP_RECVFROM, .fd = fd, .rbuf = b, .n = n, .flags = f,
-	.raddr = a, .ralen = al)
+	(fd, b, n, f, a, al), .kind = OP_RECVFROM, .fd = fd, .buf = b, .n = n, .flags = f,
+	.addr = a, .ralen = al)
 WATCHED(read, recvmsg, (int fd, struct msghdr *m, int f), (fd, m, f), .kind = OP_RECVMSG,
-	.fd = fd, .rmsg = m, .flags = f)
+	.fd = fd, .msg = m, .flags = f)
 
 /* the shared part of the plain calls and their _chk variants */
 static inline ssize_t do_read(int fd, void *b, size_t n) { FAST(read, (fd, b, n)); }

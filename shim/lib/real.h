@@ -7,10 +7,9 @@
  * inside dlsym (or if dlsym fails) goes straight to the kernel instead, so
  * nothing here can recurse or return an error libc would not.
  *
- * The calls themselves are listed once, in interposed.def; this header, the
- * slots in real.c and the export map (build/exports.map) are all expanded
- * from that list. To interpose one more call: add it there, define it with
- * BS_API in a wrapper file, and nothing else.
+ * The calls are listed once, in interposed.def, which says what is made
+ * from it. To interpose one more call: add it there, define it with BS_API
+ * in a wrapper file, and nothing else.
  *
  * bs_real_* or a raw syscall()?
  *  - bs_real_* when the shim makes, on the program's behalf, the call the
@@ -26,11 +25,11 @@
  *    and log), which must not be seen by other interposers, must not be a
  *    cancellation point and must work before dlsym can. Use only system
  *    calls that every architecture has: the asm-generic table (aarch64,
- *    riscv64) lacks open, dup2, poll, accept, select, pipe, fork, stat...;
- *    use openat, dup3, ppoll, accept4, pselect6, pipe2, clone (`make
- *    cross-check` compiles the library for aarch64). fstat and futex,
- *    which the shim uses, are on every 64-bit architecture but riscv32
- *    and loongarch64 (before Linux 6.11, for fstat) lack them.
+ *    riscv64) lacks open, dup2, poll, epoll_wait, accept, select, pipe,
+ *    fork, stat...; use openat, dup3, ppoll, epoll_pwait, accept4, pselect6,
+ *    pipe2, clone (`make cross-check` compiles the library for aarch64).
+ *    fstat and futex, which the shim uses, are on every 64-bit architecture
+ *    but riscv32 and loongarch64 (before Linux 6.11, for fstat) lack them.
  */
 #ifndef BS_REAL_H
 #define BS_REAL_H
@@ -54,21 +53,17 @@
  * resolver of the shim's own (which looks the symbol up, stores it and
  * calls it, or the fallback) and holds libc's function once resolved, so
  * bs_real_name() is one load and an indirect tail call in every case. */
-#define BS_REAL(ret, name, params, args, fallback)                        \
+#define BS_REAL_(ret, name, params, args, return_)                        \
 	typedef ret (*bs_##name##_fn) params;                              \
 	extern __attribute__((visibility("hidden"))) bs_##name##_fn _Atomic bs_slot_##name;                    \
 	static inline __attribute__((always_inline)) ret bs_real_##name params \
 	{                                                                  \
-		return atomic_load_explicit(&bs_slot_##name, memory_order_acquire) args; \
+		return_ atomic_load_explicit(&bs_slot_##name, memory_order_acquire) args; \
 	}
-#define BS_REAL_VOID(name, params, args, fallback)                         \
-	typedef void (*bs_##name##_fn) params;                             \
-	extern __attribute__((visibility("hidden"))) bs_##name##_fn _Atomic bs_slot_##name;                    \
-	static inline __attribute__((always_inline)) void bs_real_##name params \
-	{                                                                  \
-		atomic_load_explicit(&bs_slot_##name, memory_order_acquire) args; \
-	}
+#define BS_REAL(ret, name, params, args, fallback) BS_REAL_(ret, name, params, args, return)
+#define BS_REAL_VOID(name, params, args, fallback) BS_REAL_(void, name, params, args, )
 #include "interposed.def"
+#undef BS_REAL_
 #undef BS_REAL
 #undef BS_REAL_VOID
 
