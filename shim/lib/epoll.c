@@ -152,7 +152,6 @@ static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 	return n < 0 ? n : kept;
 }
 
-/* (the slow paths are kept out of line: a straight call sets up no frame) */
 static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *ev, int max,
 						  int timeout, const struct timespec *ts,
 						  const sigset_t *mask, int kind)

@@ -4,7 +4,6 @@
 #include "defer.h"
 #include "nonblock.h"
 #include "outcome.h"
-#include "park.h"
 #include "real.h"
 #include "shim.h"
 #include "sock.h"

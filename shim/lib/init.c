@@ -10,7 +10,6 @@
 #include "version.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdlib.h>

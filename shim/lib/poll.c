@@ -111,9 +111,7 @@ static int deferred(struct call *c)
 	return bs_ret(bs_defer_rounds(c, c->deadline, wait_and_screen), saved);
 }
 
-/* Too many entries to copy: the sockets in flight among them are watched
- * where the shim cannot screen them, so none is parked (the parked ones
- * end here, their error owed), and the call goes through as it is. */
+/* Too many entries to copy (see the top). */
 static void unscreened(const struct call *c)
 {
 	for (nfds_t i = 0; i < c->n; i++)
@@ -169,9 +167,6 @@ BS_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
 
 /* _FORTIFY_SOURCE builds call these; the size check is libc's own. */
 extern void __chk_fail(void) __attribute__((noreturn));
-
-/* (the static functions, not poll/ppoll: those would bind back to this
- * library's own exports through the PLT) */
 BS_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
 {
 	if (fdslen / sizeof *fds < n)

@@ -20,7 +20,6 @@
 #include "fastopen.h"
 #include "nonblock.h"
 #include "outcome.h"
-#include "park.h"
 #include "real.h"
 #include "ret.h"
 #include "shim.h"

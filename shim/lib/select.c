@@ -12,7 +12,6 @@
  */
 #include "clock.h"
 #include "defer.h"
-#include "outcome.h"
 #include "park.h"
 #include "real.h"
 #include "ret.h"
@@ -163,9 +162,7 @@ static int bit(const fd_set *set, int fd)
 	return set && (w[(unsigned)fd / per] >> ((unsigned)fd % per) & 1);
 }
 
-/* More fds than the copies hold: the sets' sockets in flight are watched
- * where the shim cannot screen them: never parked (the parked ones end
- * here, their last error owed), as poll.c does. */
+/* More fds than the copies hold (see the top). */
 static __attribute__((noinline)) void unscreened_in_sets(int n, fd_set *r, fd_set *w, fd_set *e)
 {
 	for (int fd = 0; fd < n; fd++)
@@ -174,7 +171,6 @@ static __attribute__((noinline)) void unscreened_in_sets(int n, fd_set *r, fd_se
 			bs_park_unscreened(fd);
 }
 
-/* (the slow paths are kept out of line: a straight call sets up no frame) */
 static __attribute__((noinline)) int select_watched(int n, fd_set *r, fd_set *w, fd_set *e,
 						    struct timeval *tv)
 {
