@@ -233,11 +233,11 @@ static void setup_fds(void)
  * when stderr is the journal's stream. */
 static void set_log_style(void)
 {
-	struct bs_log_style st;
-	memset(&st, 0, sizeof st);
-	st.time = g_cfg.log_time < 0 ? g_log_to_file : g_cfg.log_time != 0;
-	st.json = g_cfg.log_json;
-	st.journal = !g_cfg.log_file[0] && bs_log_stderr_is_journal(get_env(NULL, "JOURNAL_STREAM"));
+	struct bs_log_style st = {
+		.time = g_cfg.log_time < 0 ? g_log_to_file : g_cfg.log_time != 0,
+		.json = g_cfg.log_json,
+		.journal = !g_cfg.log_file[0] && bs_log_stderr_is_journal(get_env(NULL, "JOURNAL_STREAM")),
+	};
 	const char *name = program_invocation_short_name;
 	if (name)
 		strncpy(st.program, name, sizeof st.program - 1);
@@ -327,10 +327,8 @@ static void init(void)
 	errno = saved;
 }
 
-/* The first connect() of the process (connect.c's slow path): the shared
- * table looked for, then the fresh path enabled if it fits. Until then
- * every connect takes the slow path, so none goes out before the table
- * is known. */
+/* (connect.c's slow path) Until then every connect takes the slow path, so
+ * none goes out before the table is known. */
 void bs_first_connect(void)
 {
 	static _Atomic int done;
@@ -362,7 +360,6 @@ const struct bs_config *bs_active(void)
 	return NULL;
 }
 
-
 struct bs_restab *bs_res(void)
 {
 	return &g_res;
@@ -374,7 +371,6 @@ uint64_t bs_random(void)
 	return bs_mix64(g_seed + k * BS_GOLDEN);
 }
 
-/* The wait draw: the policy's next wait, with this process's random stream. */
 uint64_t bs_next_wait(const struct bs_config *cfg, struct bs_entry *e, uint64_t s)
 {
 	uint64_t prev = e ? atomic_load(&e->last_wait) : 0;

@@ -111,22 +111,24 @@ static int deferred(struct call *c)
 	return bs_ret(bs_defer_rounds(c, c->deadline, wait_and_screen), saved);
 }
 
-/* Too many entries to copy (see the top). */
-static void unscreened(const struct call *c)
+/* Too many entries to copy (see the top)? Then 1, the in-flight sockets
+ * among them unscreened. */
+static int unscreened(const struct pollfd *fds, nfds_t n)
 {
-	for (nfds_t i = 0; i < c->n; i++)
-		if (bs_fd_state_in_flight(bs_fd_state(bs_fds(), c->fds[i].fd)))
-			bs_park_unscreened(c->fds[i].fd);
+	if (n <= POLL_COPY)
+		return 0;
+	for (nfds_t i = 0; i < n; i++)
+		if (bs_fd_state_in_flight(bs_fd_state(bs_fds(), fds[i].fd)))
+			bs_park_unscreened(fds[i].fd);
+	return 1;
 }
 
 /* (the slow paths are kept out of line: a straight call sets up no frame) */
 static __attribute__((noinline)) int poll_watched(struct pollfd *fds, nfds_t n, int timeout)
 {
-	struct call c = {fds, n, bs_timeout_deadline_ms(bs_now(), timeout), NULL, 0, NULL};
-	if (n > POLL_COPY) {
-		unscreened(&c);
+	if (unscreened(fds, n))
 		return bs_real_poll(fds, n, timeout);
-	}
+	struct call c = {fds, n, bs_timeout_deadline_ms(bs_now(), timeout), NULL, 0, NULL};
 	return deferred(&c);
 }
 
@@ -140,13 +142,10 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout)
 static __attribute__((noinline)) int ppoll_watched(struct pollfd *fds, nfds_t n,
 						   const struct timespec *ts, const sigset_t *mask)
 {
-	if (!bs_timeout_ts_valid(ts))
-		return bs_real_ppoll(fds, n, ts, mask); /* EINVAL, as without the shim */
-	struct call c = {fds, n, bs_timeout_deadline_ts(bs_now(), ts), mask, 1, NULL};
-	if (n > POLL_COPY) {
-		unscreened(&c);
+	/* (an invalid timeout: EINVAL, as without the shim) */
+	if (!bs_timeout_ts_valid(ts) || unscreened(fds, n))
 		return bs_real_ppoll(fds, n, ts, mask);
-	}
+	struct call c = {fds, n, bs_timeout_deadline_ts(bs_now(), ts), mask, 1, NULL};
 	return deferred(&c);
 }
 

@@ -294,20 +294,10 @@ static int open_lock_file(void)
 	return fd;
 }
 
-/* One byte of the lock file (shtab.h says which). */
-static struct flock range_at(off_t at, short type)
-{
-	struct flock fl;
-	memset(&fl, 0, sizeof fl);
-	fl.l_type = type;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = at;
-	fl.l_len = 1;
-	return fl;
-}
+/* A write lock on one byte of the lock file (shtab.h says which). */
+#define BYTE_LOCK(at) {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)(at), .l_len = 1}
 
-/* A lock on byte `at`: a token for bs_shared_release, -1 (none), or
- * BS_SHARED_BUSY (another holds it). */
+/* bs_shared_hold on byte `at`. */
 static int hold_at(off_t at)
 {
 	if (!bs_shared_on())
@@ -315,7 +305,7 @@ static int hold_at(off_t at)
 	int fd = open_lock_file();
 	if (fd < 0)
 		return -1;
-	struct flock fl = range_at(at, F_WRLCK);
+	struct flock fl = BYTE_LOCK(at);
 	long r = BS_SYS(SYS_fcntl, fd, F_OFD_SETLK, &fl);
 	if (r != 0) {
 		BS_SYS(SYS_close, fd);
@@ -342,7 +332,7 @@ int bs_shared_held_elsewhere(const struct bs_entry *e)
 	int fd = i < BS_TABLE_SLOTS ? open_lock_file() : -1;
 	if (fd < 0)
 		return 0;
-	struct flock fl = range_at((off_t)bs_shtab_probe_byte((unsigned)i), F_WRLCK);
+	struct flock fl = BYTE_LOCK(bs_shtab_probe_byte((unsigned)i));
 	int held = BS_SYS(SYS_fcntl, fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 	BS_SYS(SYS_close, fd);
 	return held;
