@@ -279,21 +279,12 @@ WATCHED(read, recvfrom, (int fd, void *b, size_t n, int f, struct sockaddr *a, s
 WATCHED(read, recvmsg, (int fd, struct msghdr *m, int f), (fd, m, f), .kind = OP_RECVMSG,
 	.fd = fd, .msg = m, .flags = f)
 
-/* the shared part of the plain calls and their _chk variants */
-static inline ssize_t do_read(int fd, void *b, size_t n) { FAST(read, (fd, b, n)); }
-static inline ssize_t do_recv(int fd, void *b, size_t n, int f) { FAST(recv, (fd, b, n, f)); }
-static inline ssize_t do_recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a,
-				  socklen_t *al)
-{
-	FAST(recvfrom, (fd, b, n, f, a, al));
-}
-
-BS_API ssize_t read(int fd, void *b, size_t n) { return do_read(fd, b, n); }
+BS_API ssize_t read(int fd, void *b, size_t n) { FAST(read, (fd, b, n)); }
 BS_API ssize_t readv(int fd, const struct iovec *v, int c) { FAST(readv, (fd, v, c)); }
-BS_API ssize_t recv(int fd, void *b, size_t n, int f) { return do_recv(fd, b, n, f); }
+BS_API ssize_t recv(int fd, void *b, size_t n, int f) { FAST(recv, (fd, b, n, f)); }
 BS_API ssize_t recvfrom(int fd, void *b, size_t n, int f, struct sockaddr *a, socklen_t *al)
 {
-	return do_recvfrom(fd, b, n, f, a, al);
+	FAST(recvfrom, (fd, b, n, f, a, al));
 }
 BS_API ssize_t recvmsg(int fd, struct msghdr *m, int f) { FAST(recvmsg, (fd, m, f)); }
 
@@ -304,20 +295,20 @@ BS_API ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
 {
 	if (n > bl)
 		__chk_fail();
-	return do_read(fd, b, n);
+	FAST(read, (fd, b, n));
 }
 BS_API ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int f)
 {
 	if (n > bl)
 		__chk_fail();
-	return do_recv(fd, b, n, f);
+	FAST(recv, (fd, b, n, f));
 }
 BS_API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struct sockaddr *a,
 			      socklen_t *al)
 {
 	if (n > bl)
 		__chk_fail();
-	return do_recvfrom(fd, b, n, f, a, al);
+	FAST(recvfrom, (fd, b, n, f, a, al));
 }
 
 /* ---- the send side ---- */

@@ -21,45 +21,45 @@
 #include <errno.h>
 #include <string.h>
 
+enum { R, W, E }; /* the read, write and exception sets */
+
 struct sets {
-	fd_set r, w, e;
+	fd_set s[3];
 };
 
 struct call {
 	int n;
-	fd_set *r, *w, *e;  /* the program's (any may be NULL) */
+	fd_set *set[3];     /* the program's (any may be NULL) */
 	struct sets asked;  /* what the program asked, kept for every round */
 	uint64_t deadline;  /* the program's, BS_DEFER_NEVER for none */
 	const sigset_t *mask;
 	int is_pselect;
 };
 
-static fd_set *pick(fd_set *program, fd_set *ours)
-{
-	return program ? ours : NULL;
-}
-
 static int real_wait(const struct call *c, struct sets *s, uint64_t ns)
 {
-	fd_set *r = pick(c->r, &s->r), *w = pick(c->w, &s->w), *e = pick(c->e, &s->e);
+	fd_set *p[3];
+	for (int i = 0; i < 3; i++)
+		p[i] = c->set[i] ? &s->s[i] : NULL;
 	if (c->is_pselect) {
 		struct timespec ts;
-		return (int)BS_NEG(bs_real_pselect(c->n, r, w, e, bs_timeout_ts(ns, &ts), c->mask));
+		return (int)BS_NEG(bs_real_pselect(c->n, p[R], p[W], p[E], bs_timeout_ts(ns, &ts),
+						   c->mask));
 	}
 	struct timeval tv;
-	return (int)BS_NEG(bs_real_select(c->n, r, w, e, bs_timeout_tv(ns, &tv)));
+	return (int)BS_NEG(bs_real_select(c->n, p[R], p[W], p[E], bs_timeout_tv(ns, &tv)));
 }
 
+/* In how many of the sets is fd? */
 static int in_sets(const struct sets *s, int fd)
 {
-	return FD_ISSET(fd, &s->r) || FD_ISSET(fd, &s->w) || FD_ISSET(fd, &s->e);
+	return FD_ISSET(fd, &s->s[R]) + FD_ISSET(fd, &s->s[W]) + FD_ISSET(fd, &s->s[E]);
 }
 
 static void clear_fd(struct sets *s, int fd)
 {
-	FD_CLR(fd, &s->r);
-	FD_CLR(fd, &s->w);
-	FD_CLR(fd, &s->e);
+	for (int i = 0; i < 3; i++)
+		FD_CLR(fd, &s->s[i]);
 }
 
 /* The round's sets: what the program asked, parked sockets cleared.
@@ -91,23 +91,13 @@ static int screen(const struct call *c, struct sets *s)
 				clear_fd(s, fd);
 			else if (v == BS_SCREEN_CONNECTED) {
 				clear_fd(s, fd);
-				if (FD_ISSET(fd, &c->asked.w))
-					FD_SET(fd, &s->w);
+				if (FD_ISSET(fd, &c->asked.s[W]))
+					FD_SET(fd, &s->s[W]);
 			}
 		}
-		left += FD_ISSET(fd, &s->r) + FD_ISSET(fd, &s->w) + FD_ISSET(fd, &s->e);
+		left += in_sets(s, fd);
 	}
 	return left;
-}
-
-static void hand_back(const struct call *c, const struct sets *s)
-{
-	if (c->r)
-		*c->r = s->r;
-	if (c->w)
-		*c->w = s->w;
-	if (c->e)
-		*c->e = s->e;
 }
 
 static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
@@ -119,8 +109,9 @@ static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 	int r = real_wait(c, &got, bs_defer_round_wait(now, c->deadline, wake));
 	if (r >= 0)
 		r = screen(c, &got);
-	if (r >= 0)
-		hand_back(c, &got);
+	for (int i = 0; r >= 0 && i < 3; i++)
+		if (c->set[i])
+			*c->set[i] = got.s[i];
 	return r;
 }
 
@@ -129,24 +120,10 @@ static int deferred(struct call *c)
 {
 	int saved = errno;
 	memset(&c->asked, 0, sizeof c->asked);
-	if (c->r)
-		c->asked.r = *c->r;
-	if (c->w)
-		c->asked.w = *c->w;
-	if (c->e)
-		c->asked.e = *c->e;
+	for (int i = 0; i < 3; i++)
+		if (c->set[i])
+			c->asked.s[i] = *c->set[i];
 	return bs_ret(bs_defer_rounds(c, c->deadline, wait_and_screen), saved);
-}
-
-/* Linux's select writes the time left into the program's timeval (a
- * timeout too large to end is left as it is). */
-static void time_left(struct timeval *tv, uint64_t deadline)
-{
-	if (deadline == BS_TIMEOUT_NONE)
-		return;
-	uint64_t left = bs_timeout_left(bs_now(), deadline);
-	tv->tv_sec = (time_t)(left / BS_NS_PER_SEC);
-	tv->tv_usec = (suseconds_t)(left % BS_NS_PER_SEC / 1000);
 }
 
 static int mine(int n)
@@ -174,10 +151,15 @@ static __attribute__((noinline)) void unscreened_in_sets(int n, fd_set *r, fd_se
 static __attribute__((noinline)) int select_watched(int n, fd_set *r, fd_set *w, fd_set *e,
 						    struct timeval *tv)
 {
-	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_timeout_deadline_tv(bs_now(), tv)};
+	struct call c = {.n = n, .set = {r, w, e}, .deadline = bs_timeout_deadline_tv(bs_now(), tv)};
 	int res = deferred(&c);
-	if (tv)
-		time_left(tv, c.deadline);
+	/* Linux's select writes the time left into the program's timeval (a
+	 * timeout too large to end is left as it is) */
+	if (tv && c.deadline != BS_TIMEOUT_NONE) {
+		uint64_t left = bs_timeout_left(bs_now(), c.deadline);
+		tv->tv_sec = (time_t)(left / BS_NS_PER_SEC);
+		tv->tv_usec = (suseconds_t)(left % BS_NS_PER_SEC / 1000);
+	}
 	return res;
 }
 
@@ -185,7 +167,7 @@ static __attribute__((noinline)) int pselect_watched(int n, fd_set *r, fd_set *w
 						     const struct timespec *ts,
 						     const sigset_t *mask)
 {
-	struct call c = {.n = n, .r = r, .w = w, .e = e, .deadline = bs_timeout_deadline_ts(bs_now(), ts),
+	struct call c = {.n = n, .set = {r, w, e}, .deadline = bs_timeout_deadline_ts(bs_now(), ts),
 			 .mask = mask, .is_pselect = 1};
 	return deferred(&c);
 }
