@@ -46,13 +46,12 @@ static const struct own own[] = {
 #undef BS_REAL
 #undef BS_REAL_VOID
 #undef BS_EXPORT
-#define NOWN (sizeof own / sizeof own[0])
 
 static void *own_fn(const char *name)
 {
 	if (!strcmp(name, "dlopen"))
 		return NULL; /* (see the promise) */
-	for (size_t i = 0; i < NOWN; i++)
+	for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
 		if (!strcmp(own[i].name, name))
 			return own[i].fn;
 	return NULL;

@@ -60,9 +60,9 @@ static long read_file(void *ctx, const char *path, char *buf, size_t cap, const 
 		return -1;
 	}
 	struct stat st;
-	if (BS_SYS(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int null = BS_SYS(SYS_fstat, fd, &st) == 0 && S_ISCHR(st.st_mode) &&
-			   major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
+	int known = BS_SYS(SYS_fstat, fd, &st) == 0;
+	if (!known || !S_ISREG(st.st_mode)) {
+		int null = known && S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3;
 		BS_SYS(SYS_close, fd);
 		if (null)
 			return 0;
@@ -277,7 +277,7 @@ static int fresh_path_fits(void)
 	       !bs_log_enabled(BS_LOG_DEBUG);
 }
 
-static void init(void)
+__attribute__((constructor)) static void init(void)
 {
 	int expect = ST_NONE;
 	if (!atomic_compare_exchange_strong(&g_state, &expect, ST_BUSY))
@@ -340,11 +340,6 @@ void bs_first_connect(void)
 		atomic_store(&bs_fresh_cfg_g, &g_cfg);
 		bs_fd_enable_fresh(&bs_fdtab_g);
 	}
-}
-
-__attribute__((constructor)) static void bs_constructor(void)
-{
-	init();
 }
 
 const struct bs_config *bs_active(void)

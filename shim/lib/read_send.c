@@ -189,7 +189,6 @@ static __attribute__((noinline)) ssize_t read_watched(const struct op *o)
 	return read_done(o->fd, st, redo(o));
 }
 
-/* An fd the shim does not watch: the call, one check. */
 static inline int unwatched(int fd)
 {
 	return __builtin_expect(bs_fd_state(bs_fds(), fd) == BS_FD_NONE, 1);
