@@ -181,9 +181,8 @@ static int caller_matters(const void *at)
 	Dl_info info;
 	struct link_map *m = NULL;
 	Lmid_t ns = LM_ID_BASE;
-	if (!dladdr1(at, &info, (void **)&m, RTLD_DL_LINKMAP) || !m)
-		return 1;
-	if (dlinfo(m, RTLD_DI_LMID, &ns) != 0 || ns != LM_ID_BASE)
+	if (!dladdr1(at, &info, (void **)&m, RTLD_DL_LINKMAP) || !m ||
+	    dlinfo(m, RTLD_DI_LMID, &ns) != 0 || ns != LM_ID_BASE)
 		return 1;
 	for (const ElfW(Dyn) *d = m->l_ld; d && d->d_tag != DT_NULL; d++)
 		if (d->d_tag == DT_RPATH)

@@ -26,11 +26,9 @@ BS_API int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	if (st != BS_FD_CONNECTING)
 		return r;
 	const struct bs_config *cfg = bs_active();
-	if (!cfg)
-		return r;
 	int err = *(int *)val;
 	/* 0 means connected, or still connecting: only a peer tells. */
-	if (err == 0 && !bs_sock_has_peer(fd))
+	if (!cfg || (err == 0 && !bs_sock_has_peer(fd)))
 		return r;
 	int saved = errno, res = bs_nb_outcome(cfg, fd, err, 0);
 	*(int *)val = res == BS_NB_PARKED_NOW ? 0 : res; /* parked: still connecting */

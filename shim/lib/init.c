@@ -86,11 +86,9 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 		   const char *value, const char *why)
 {
 	(void)ctx;
-	if (g_nproblems >= MAX_PROBLEMS) {
-		g_nproblems++;
-		return;
-	}
-	bs_config_describe(&g_problems[g_nproblems++], origin, line, key, value, why);
+	if (g_nproblems < MAX_PROBLEMS)
+		bs_config_describe(&g_problems[g_nproblems], origin, line, key, value, why);
+	g_nproblems++;
 }
 
 /* The log file's directory is sticky and world-writable (like /tmp): anyone
@@ -297,8 +295,7 @@ __attribute__((constructor)) static void init(void)
 	open_log();
 	set_log_style();
 	if (g_cfg.log_level != BS_LOG_OFF) {
-		unsigned n = g_nproblems < MAX_PROBLEMS ? g_nproblems : MAX_PROBLEMS;
-		for (unsigned i = 0; i < n; i++)
+		for (unsigned i = 0; i < g_nproblems && i < MAX_PROBLEMS; i++)
 			bs_line_emit_stderr(&g_problems[i]);
 		if (g_nproblems > MAX_PROBLEMS) {
 			struct bs_line l;

@@ -175,8 +175,7 @@ static ssize_t parked(const struct op *o)
 	return err ? -err : -EAGAIN;
 }
 
-/* A read-side call on an fd the shim watches (kept out of line: the hot
- * path of the wrappers is one load and a tail call). */
+/* A read-side call on an fd the shim watches (out of line: see WATCHED). */
 static __attribute__((noinline)) ssize_t read_watched(const struct op *o)
 {
 	unsigned st = bs_fd_state(bs_fds(), o->fd);
@@ -196,8 +195,7 @@ static inline int unwatched(int fd)
 
 /* ---- the fast track: on probation, to a destination with no entry ---- */
 
-/* Is fd (watched, so in the table's range) on probation to a destination
- * the table holds no entry for? */
+/* (fd is watched, so in the table's range) */
 static inline int fresh(int fd)
 {
 	return bs_fd_fresh_probation(bs_fd_slot_at(bs_fds(), fd), bs_tab());
@@ -312,7 +310,7 @@ BS_API ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int f, struc
 
 /* ---- the send side ---- */
 
-/* A send-side call on an fd the shim watches (out of line, as above). */
+/* A send-side call on an fd the shim watches (out of line: see WATCHED). */
 static __attribute__((noinline)) ssize_t send_watched(const struct op *o)
 {
 	unsigned st = bs_fd_state(bs_fds(), o->fd);

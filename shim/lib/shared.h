@@ -45,8 +45,7 @@ struct bs_entry *bs_shared_claim(const struct bs_dest *d, uint64_t now, uint64_t
  * change published: the next attempt starts a new schedule. */
 void bs_shared_forget_stale(const struct bs_config *cfg, struct bs_entry *e);
 
-/* Is the table shared with other processes? */
-int bs_shared_on(void);
+int bs_shared_on(void); /* is the table shared with other processes? */
 
 /* The prober's lock on e's range for the length of its attempt: returns a
  * token for bs_shared_release (-1: none taken; the probe word's deadline
@@ -65,7 +64,6 @@ int bs_shared_held_elsewhere(const struct bs_entry *e);
  * its threads waits. */
 void bs_shared_wait_begins(const struct bs_entry *e);
 void bs_shared_wait_ends(const struct bs_entry *e);
-
 
 /* Has this process itself published an outcome of e, or waited on it?
  * (A process that has not joins a shared schedule: engine.c.) Marking is
