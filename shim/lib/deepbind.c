@@ -65,15 +65,6 @@ struct object {
 	const ElfW(Dyn) *dyn;
 };
 
-static struct object object_of(const struct dl_phdr_info *info)
-{
-	struct object o = {info->dlpi_addr, NULL};
-	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			o.dyn = (const ElfW(Dyn) *)(o.base + info->dlpi_phdr[i].p_vaddr);
-	return o;
-}
-
 static const ElfW(Dyn) *dyn_of(const struct object *o, ElfW(Sxword) tag)
 {
 	for (const ElfW(Dyn) *d = o->dyn; d && d->d_tag != DT_NULL; d++)
@@ -153,7 +144,10 @@ static int visit(struct dl_phdr_info *info, size_t size, void *ctx)
 	for (unsigned i = 0; i < w->n; i++)
 		if (w->before[i] == info->dlpi_addr)
 			return 0;
-	struct object o = object_of(info);
+	struct object o = {info->dlpi_addr, NULL};
+	for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			o.dyn = (const ElfW(Dyn) *)(o.base + info->dlpi_phdr[i].p_vaddr);
 	if (o.dyn && !patch(&o, w->mem))
 		w->failed = 1;
 	return 0;
