@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <string.h>
 
-/* An entry is one 128-byte unit (two cache lines); pad makes it so. */
 BS_STATIC_ASSERT(sizeof(struct bs_entry) == 128, "struct bs_entry is 128 bytes");
 
 #define CLAIM_ROUNDS 8 /* start-overs before a claim gives up */
@@ -19,14 +18,17 @@ static uint64_t word(struct bs_table *t, unsigned i)
 	return atomic_load(&t->keys[i]);
 }
 
+/* ms in a word's top 64 - shift bits, saturating. */
+static uint64_t ms_above(uint64_t ms, unsigned shift)
+{
+	uint64_t max = (1ull << (64 - shift)) - 1;
+	return (ms < max ? ms : max) << shift;
+}
+
 uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures)
 {
 	uint64_t ms = next_at_ns / BS_NS_PER_MS + (next_at_ns % BS_NS_PER_MS != 0);
-	if (ms >= (1ull << (64 - BS_STATE_SHIFT)))
-		ms = (1ull << (64 - BS_STATE_SHIFT)) - 1;
-	if (failures > BS_FAIL_MAX)
-		failures = BS_FAIL_MAX;
-	return ms << BS_STATE_SHIFT | failures;
+	return ms_above(ms, BS_STATE_SHIFT) | (failures < BS_FAIL_MAX ? failures : BS_FAIL_MAX);
 }
 
 uint32_t bs_state_failures(uint64_t s)
@@ -47,9 +49,7 @@ int bs_state_may_attempt(uint64_t s)
 uint64_t bs_probe_make(uint64_t stale_at_ns, uint32_t tid)
 {
 	uint64_t ms = stale_at_ns / BS_NS_PER_MS + 1;
-	if (ms >= (1ull << (64 - BS_TID_BITS)))
-		ms = (1ull << (64 - BS_TID_BITS)) - 1;
-	return ms << BS_TID_BITS | (tid & ((1u << BS_TID_BITS) - 1));
+	return ms_above(ms, BS_TID_BITS) | (tid & ((1u << BS_TID_BITS) - 1));
 }
 
 uint64_t bs_probe_stale_at(uint64_t p)
@@ -68,6 +68,12 @@ static uint32_t check_of(uint64_t key)
 	return (uint32_t)bs_mix64(key ^ 0x62736368656b6b31ull) | 1u;
 }
 
+/* Is w, read from slot i's key word, a key with its check? */
+static int checked_key(struct bs_table *t, unsigned i, uint64_t w)
+{
+	return bs_table_key_valid(w) && (uint32_t)atomic_load(&t->meta[i]) == check_of(w);
+}
+
 static uint32_t creator_of(struct bs_table *t, unsigned i)
 {
 	return (uint32_t)(atomic_load(&t->meta[i]) >> 32);
@@ -76,7 +82,7 @@ static uint32_t creator_of(struct bs_table *t, unsigned i)
 int bs_table_slot_valid(struct bs_table *t, unsigned i, uint64_t *key)
 {
 	uint64_t w = i < BS_TABLE_SLOTS ? word(t, i) : 0;
-	if (!bs_table_key_valid(w) || (uint32_t)atomic_load(&t->meta[i]) != check_of(w))
+	if (!checked_key(t, i, w))
 		return 0;
 	*key = w;
 	return 1;
@@ -89,7 +95,7 @@ struct bs_entry *bs_table_lookup(struct bs_table *t, uint64_t key)
 	unsigned b = bs_table_bucket(key) * BS_TABLE_WAYS;
 	for (unsigned w = 0; w < BS_TABLE_WAYS; w++) {
 		if (atomic_load_explicit(&t->keys[b + w], memory_order_acquire) == key &&
-		    (uint32_t)atomic_load(&t->meta[b + w]) == check_of(key))
+		    checked_key(t, b + w, key))
 			return &t->entries[b + w];
 	}
 	return 0;
@@ -136,25 +142,16 @@ static int reclaimable(struct bs_entry *e, uint64_t now, uint64_t idle)
 
 static void reset(struct bs_entry *e, uint64_t now)
 {
-	atomic_store(&e->state, 0);
-	atomic_store(&e->probe, 0);
-	atomic_store(&e->last_err, 0);
-	atomic_store(&e->last_wait, 0);
-	atomic_store(&e->outcome_at, 0);
-	atomic_store(&e->interval, 0);
-	atomic_store(&e->succ, 0);
-	atomic_store(&e->n_calls, 0);
-	atomic_store(&e->n_up, 0);
-	atomic_store(&e->n_down, 0);
-	atomic_store(&e->n_waits, 0);
-	atomic_store(&e->waited, 0);
-	atomic_store(&e->attempt_at, 0);
-	atomic_store(&e->waiting, 0);
-	atomic_store(&e->n_attempts, 0);
-	atomic_store(&e->n_failures, 0);
-	atomic_store(&e->n_giveups, 0);
-	atomic_store(&e->n_waited, 0);
-	atomic_store(&e->waited_ms, 0);
+	/* every field but seq, resets and last_used: zero */
+	_Atomic uint64_t *w64[] = {&e->state,    &e->probe,  &e->last_wait, &e->outcome_at,
+				   &e->interval, &e->waited, &e->attempt_at};
+	_Atomic uint32_t *w32[] = {&e->last_err,   &e->succ,      &e->n_calls,  &e->n_up,
+				   &e->n_down,     &e->n_waits,   &e->waiting,  &e->n_attempts,
+				   &e->n_failures, &e->n_giveups, &e->n_waited, &e->waited_ms};
+	for (unsigned i = 0; i < BS_ARRAY_SIZE(w64); i++)
+		atomic_store(w64[i], 0);
+	for (unsigned i = 0; i < BS_ARRAY_SIZE(w32); i++)
+		atomic_store(w32[i], 0);
 	atomic_store(&e->last_used, now);
 	atomic_fetch_add(&e->seq, 1);
 }
@@ -186,7 +183,7 @@ static enum rank rank_of(struct bs_table *t, unsigned i, uint64_t w, uint64_t no
 		return R_EMPTY;
 	if (w & BS_TABLE_RES)
 		return R_PINNED;
-	if (!bs_table_key_valid(w) || (uint32_t)atomic_load(&t->meta[i]) != check_of(w))
+	if (!checked_key(t, i, w))
 		return word(t, i) == w ? R_DAMAGED : R_PINNED;
 	struct bs_entry *e = &t->entries[i];
 	int idle_now = reclaimable(e, now, idle);
@@ -215,7 +212,7 @@ static enum scan scan(struct bs_table *t, uint64_t key, uint64_t now, uint64_t i
 			if (v != key && v != (key | BS_TABLE_RES))
 				return SCAN_AGAIN;
 		}
-		if (v == key && (uint32_t)atomic_load(&t->meta[b + w]) == check_of(key))
+		if (v == key && checked_key(t, b + w, key))
 			return *at = b + w, SCAN_FOUND;
 		enum rank r = rank_of(t, b + w, v, now, idle);
 		note->damaged += r == R_DAMAGED;

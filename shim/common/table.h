@@ -161,25 +161,16 @@ static inline uint64_t bs_table_tag(uint64_t key)
 	return 1ull << ((key * BS_GOLDEN) >> (64 - BS_TABLE_BUCKETS_LOG2 - 6) & 63);
 }
 
-/* Was anything ever inserted? One load. */
-static inline int bs_table_in_use(struct bs_table *t)
-{
-	return atomic_load_explicit(&t->used, memory_order_acquire) != 0;
-}
-
-/* Might key have an entry? 0 means it has none: its tag bit is clear in
- * its bucket's word (one load while the table is unused; then a hash and
- * one more load, at any fill). 1 means bs_table_lookup must tell. */
+/* Might key have an entry? 0: none (its tag bit is clear in its bucket's
+ * word); 1: bs_table_lookup must tell. */
 static inline int bs_table_may_hold(struct bs_table *t, uint64_t key)
 {
-	return bs_table_in_use(t) &&
+	return atomic_load_explicit(&t->used, memory_order_acquire) &&
 	       (atomic_load_explicit(&t->tags[bs_table_bucket(key)], memory_order_acquire) &
 		bs_table_tag(key)) != 0;
 }
 
-/* Find key; NULL if it has no entry (the destination is healthy). Until a
- * first destination has failed this is a single load; after, the bucket's
- * tag bit and, when it is set, its key words and the slot's check. */
+/* Find key; NULL if it has no entry (the destination is healthy). */
 struct bs_entry *bs_table_lookup(struct bs_table *t, uint64_t key);
 static inline struct bs_entry *bs_table_find(struct bs_table *t, uint64_t key)
 {
@@ -203,11 +194,6 @@ struct bs_claim_note {
 struct bs_entry *bs_table_claim_as(struct bs_table *t, uint64_t key, uint64_t now,
 				   uint64_t idle, uint32_t who, uint32_t *own,
 				   struct bs_claim_note *note);
-static inline struct bs_entry *bs_table_claim(struct bs_table *t, uint64_t key, uint64_t now,
-					      uint64_t idle)
-{
-	return bs_table_claim_as(t, key, now, idle, 0, 0, 0);
-}
 
 /* Is slot i's key word a key whose check agrees? (status reads with it) */
 int bs_table_slot_valid(struct bs_table *t, unsigned i, uint64_t *key);

@@ -477,7 +477,7 @@ static void test_drop_live(void **state)
 	assert_false(bs_fd_drop_live(bs_fd_slot(t, 7), tab));
 	/* its destination has an entry (a reset may be due) */
 	assert_true(track_fresh(t, 8, key, 1));
-	assert_non_null(bs_table_claim(tab, key, 1, 1000000000ull));
+	assert_non_null(bs_table_claim_as(tab, key, 1, 1000000000ull, 0, 0, 0));
 	assert_false(bs_fd_drop_live(bs_fd_slot(t, 8), tab));
 	assert_int_equal(bs_fd_state(t, 8), BS_FD_PROBATION);
 	/* healthy, the same (the full path only renews it) */
@@ -549,7 +549,7 @@ static void test_first_byte(void **state)
 	 * healthy) */
 	bs_fd_set_sotype(bs_fd_slot(t, 7), SOCK_STREAM);
 	assert_true(track_fresh(t, 7, key, 1));
-	assert_non_null(bs_table_claim(tab, key, 1, 1000000000ull));
+	assert_non_null(bs_table_claim_as(tab, key, 1, 1000000000ull, 0, 0, 0));
 	assert_false(bs_fd_fresh_probation(bs_fd_slot(t, 7), tab));
 	/* the type goes along with a dup, and renewing leaves it */
 	bs_fd_copy(t, 7, 8);

@@ -19,10 +19,10 @@ static void test_find_and_claim(void **state)
 	const uint64_t keys[] = {1, 2, 42, BS_GOLDEN, UINT64_MAX, 1ull << 60};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
 		assert_null(bs_table_find(t, keys[i])); /* empty table */
-	struct bs_entry *e = bs_table_claim(t, 42, NOW, IDLE);
+	struct bs_entry *e = bs_table_claim_as(t, 42, NOW, IDLE, 0, 0, 0);
 	assert_non_null(e);
 	assert_ptr_equal(bs_table_find(t, 42), e);
-	assert_ptr_equal(bs_table_claim(t, 42, NOW + SEC, IDLE), e);
+	assert_ptr_equal(bs_table_claim_as(t, 42, NOW + SEC, IDLE, 0, 0, 0), e);
 	assert_true(bs_table_owns(t, e, 42));
 	assert_false(bs_table_owns(t, e, 43));
 	assert_null(bs_table_find(t, 43));
@@ -30,7 +30,7 @@ static void test_find_and_claim(void **state)
 	assert_int_equal(atomic_load(&e->state), 0);
 	assert_int_equal(atomic_load(&e->probe), 0);
 	assert_int_equal(atomic_load(&e->last_used), NOW);
-	struct bs_entry *f = bs_table_claim(t, 43, NOW, IDLE);
+	struct bs_entry *f = bs_table_claim_as(t, 43, NOW, IDLE, 0, 0, 0);
 	assert_non_null(f);
 	assert_ptr_not_equal(e, f);
 	assert_ptr_equal(bs_table_find(t, 43), f);
@@ -78,7 +78,7 @@ static void test_one_step_per_outcome(void **state)
 {
 	(void)state;
 	struct bs_table *t = new_table();
-	struct bs_entry *e = bs_table_claim(t, 9, NOW, IDLE);
+	struct bs_entry *e = bs_table_claim_as(t, 9, NOW, IDLE, 0, 0, 0);
 	assert_non_null(e);
 	/* eight attempts start at NOW..NOW+7; the first failure is published at
 	 * NOW+100, the seven others are learned later, each from the current
@@ -109,7 +109,7 @@ static void test_fail_from_seen(void **state)
 {
 	(void)state;
 	struct bs_table *t = new_table();
-	struct bs_entry *e = bs_table_claim(t, 7, NOW, IDLE);
+	struct bs_entry *e = bs_table_claim_as(t, 7, NOW, IDLE, 0, 0, 0);
 	assert_non_null(e);
 	uint64_t s0 = atomic_load(&e->state);
 	assert_int_equal(bs_entry_fail(e, s0, NOW, NOW + SEC, 1, ECONNREFUSED, NOW), 1);
@@ -148,7 +148,7 @@ static void test_addr_and_reset(void **state)
 {
 	(void)state;
 	struct bs_table *t = new_table();
-	struct bs_entry *e = bs_table_claim(t, 9, NOW, IDLE);
+	struct bs_entry *e = bs_table_claim_as(t, 9, NOW, IDLE, 0, 0, 0);
 	assert_non_null(e);
 	unsigned char addr[16] = {2, 0, 0x15, 0x38, 127, 0, 0, 1};
 	unsigned char got[BS_TABLE_ADDR_MAX];
@@ -201,7 +201,7 @@ static void test_probe(void **state)
 {
 	(void)state;
 	struct bs_table *t = new_table();
-	struct bs_entry *e = bs_table_claim(t, 9, NOW, IDLE);
+	struct bs_entry *e = bs_table_claim_as(t, 9, NOW, IDLE, 0, 0, 0);
 	assert_non_null(e);
 	uint64_t a = bs_probe_make(NOW + 20 * SEC, 1234);
 	uint64_t b = bs_probe_make(NOW + 20 * SEC, 5678);
@@ -247,7 +247,7 @@ static unsigned keys_in_bucket(unsigned b, uint64_t *out, unsigned n, unsigned f
 /* A failing entry for key, its next attempt at next, last used at used. */
 static struct bs_entry *failing(struct bs_table *t, uint64_t key, uint64_t next, uint64_t used)
 {
-	struct bs_entry *e = bs_table_claim(t, key, used, IDLE);
+	struct bs_entry *e = bs_table_claim_as(t, key, used, IDLE, 0, 0, 0);
 	assert_non_null(e);
 	assert_int_equal(bs_entry_fail(e, 0, used, next, 3, ECONNREFUSED, used), 1);
 	return e;
@@ -394,11 +394,11 @@ static void test_invalid_keys(void **state)
 {
 	(void)state;
 	struct bs_table *t = new_table();
-	assert_non_null(bs_table_claim(t, 5, NOW, IDLE));
+	assert_non_null(bs_table_claim_as(t, 5, NOW, IDLE, 0, 0, 0));
 	const uint64_t bad[] = {0, BS_TABLE_RES, BS_TABLE_FREE, 5 | BS_TABLE_RES,
 				5 | BS_TABLE_RES | BS_TABLE_DEAD, UINT64_MAX, BS_GOLDEN};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		assert_null(bs_table_claim(t, bad[i], NOW, IDLE));
+		assert_null(bs_table_claim_as(t, bad[i], NOW, IDLE, 0, 0, 0));
 		assert_null(bs_table_find(t, bad[i]));
 	}
 	free(t);
@@ -414,7 +414,7 @@ static void test_million_keys(void **state)
 	unsigned nulls = 0, bad = 0;
 	for (uint64_t k = 1; k <= 1000000; k++) {
 		uint64_t now = NOW + k * MS;
-		struct bs_entry *e = bs_table_claim(t, k, now, IDLE);
+		struct bs_entry *e = bs_table_claim_as(t, k, now, IDLE, 0, 0, 0);
 		if (!e) {
 			nulls++;
 			continue;

@@ -57,7 +57,7 @@ static void test_threads_fail(void **state)
 {
 	(void)state;
 	struct bs_table *t = new_table();
-	struct bs_entry *e = bs_table_claim(t, 99, NOW, IDLE);
+	struct bs_entry *e = bs_table_claim_as(t, 99, NOW, IDLE, 0, 0, 0);
 	assert_non_null(e);
 	pthread_barrier_t go;
 	pthread_barrier_init(&go, NULL, NTHREADS);
@@ -91,7 +91,7 @@ static void *claim_racer(void *arg)
 			/* the table's protocol: a slot that does not own the key
 			 * after the claim means "look up again" */
 			do
-				e = bs_table_claim(c->t[round], key, NOW, IDLE);
+				e = bs_table_claim_as(c->t[round], key, NOW, IDLE, 0, 0, 0);
 			while (e && !bs_table_owns(c->t[round], e, key));
 			c->got[round][r->id][j] = e;
 		}
@@ -157,7 +157,7 @@ static void *fresh_racer(void *arg)
 			uint64_t key = 5000 + i;
 			struct bs_entry *e;
 			do
-				e = bs_table_claim(c->t, key, NOW, IDLE);
+				e = bs_table_claim_as(c->t, key, NOW, IDLE, 0, 0, 0);
 			while (e && !bs_table_owns(c->t, e, key));
 			/* "attempt 1": only one thread may move the new entry
 			 * from healthy to one failure */
