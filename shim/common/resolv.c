@@ -38,16 +38,17 @@ void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uin
 }
 
 /* The newest live record holding key (or host, in a record of any port),
- * and its index in it. */
+ * and its index in it; with `name`, only records of that name count. */
 static struct bs_res *find(struct bs_restab *t, uint64_t key, uint64_t host, uint64_t now,
-			   uint64_t horizon, unsigned *idx)
+			   uint64_t horizon, unsigned *idx, const uint64_t *name)
 {
 	struct bs_res *best = 0;
 	uint64_t best_stamp = 0;
 	for (unsigned r = 0; r < BS_RES_RECORDS; r++) {
 		struct bs_res *x = &t->rec[r];
 		uint64_t st = atomic_load(&x->stamp);
-		if (!st || st <= best_stamp || (now > st && now - st > horizon))
+		if (!st || st <= best_stamp || (now > st && now - st > horizon) ||
+		    (name && atomic_load(&x->name) != *name))
 			continue;
 		unsigned n = atomic_load(&x->n);
 		uint64_t want = atomic_load(&x->any_port) ? host : key;
@@ -69,7 +70,7 @@ void bs_res_mark(struct bs_restab *t, uint64_t key, uint64_t host, enum bs_cand 
 		 uint64_t horizon)
 {
 	unsigned i;
-	struct bs_res *r = find(t, key, host, now, horizon, &i);
+	struct bs_res *r = find(t, key, host, now, horizon, &i, 0);
 	if (!r)
 		return;
 	uint32_t old = atomic_load(&r->cand), want;
@@ -82,7 +83,7 @@ int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t host, uin
 			   uint64_t horizon)
 {
 	unsigned i;
-	struct bs_res *r = find(t, key, host, now, horizon, &i);
+	struct bs_res *r = find(t, key, host, now, horizon, &i, 0);
 	if (!r)
 		return 0;
 	unsigned n = atomic_load(&r->n);
@@ -96,15 +97,6 @@ int bs_res_has_alternative(struct bs_restab *t, uint64_t key, uint64_t host, uin
 int bs_res_name_has(struct bs_restab *t, uint64_t name, uint64_t key, uint64_t now,
 		    uint64_t horizon)
 {
-	for (unsigned r = 0; r < BS_RES_RECORDS; r++) {
-		struct bs_res *x = &t->rec[r];
-		uint64_t st = atomic_load(&x->stamp);
-		if (!st || (now > st && now - st > horizon) || atomic_load(&x->name) != name)
-			continue;
-		unsigned n = atomic_load(&x->n);
-		for (unsigned i = 0; i < n && i < BS_RES_KEYS; i++)
-			if (atomic_load(&x->keys[i]) == key && atomic_load(&x->stamp) == st)
-				return 1;
-	}
-	return 0;
+	unsigned i;
+	return find(t, key, key, now, horizon, &i, &name) != 0;
 }

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+BS_STATIC_ASSERT(sizeof(struct bs_shtab_header) == 48, "no padding: headers compare whole");
+
 void bs_shtab_header_init(struct bs_shtab_header *h)
 {
 	memset(h, 0, sizeof *h);
@@ -16,15 +18,6 @@ void bs_shtab_header_init(struct bs_shtab_header *h)
 	h->entry_size = sizeof(struct bs_entry);
 	h->table_offset = BS_SHTAB_OFFSET;
 	h->table_size = sizeof(struct bs_table);
-}
-
-static int header_matches(const struct bs_shtab_header *h)
-{
-	struct bs_shtab_header want;
-	bs_shtab_header_init(&want);
-	return h->header_size == want.header_size && h->file_size == want.file_size &&
-	       h->slots == want.slots && h->entry_size == want.entry_size &&
-	       h->table_offset == want.table_offset && h->table_size == want.table_size;
 }
 
 enum bs_shtab_verdict bs_shtab_check_segment(const struct bs_shtab_stat *st, uid_t euid)
@@ -44,7 +37,9 @@ enum bs_shtab_verdict bs_shtab_check_header(const struct bs_shtab_header *h)
 		return BS_SHTAB_BAD_HEADER;
 	if (h->layout != BS_SHTAB_LAYOUT)
 		return BS_SHTAB_OTHER_LAYOUT;
-	return header_matches(h) ? BS_SHTAB_OK : BS_SHTAB_BAD_HEADER;
+	struct bs_shtab_header want;
+	bs_shtab_header_init(&want);
+	return memcmp(h, &want, sizeof want) == 0 ? BS_SHTAB_OK : BS_SHTAB_BAD_HEADER;
 }
 
 const char *bs_shtab_verdict_text(enum bs_shtab_verdict v)
