@@ -143,15 +143,9 @@ static void put_u(struct out *o, unsigned v)
 
 static void put_hex16(struct out *o, unsigned v)
 {
-	static const char hx[] = "0123456789abcdef";
-	int started = 0;
-	for (int sh = 12; sh >= 0; sh -= 4) {
-		unsigned d = (v >> sh) & 0xf;
-		if (d || started || sh == 0) {
-			put_c(o, hx[d]);
-			started = 1;
-		}
-	}
+	for (int sh = 12; sh >= 0; sh -= 4)
+		if (v >> sh || sh == 0) /* no leading zeros */
+			put_c(o, "0123456789abcdef"[(v >> sh) & 0xf]);
 }
 
 static void put_v4(struct out *o, const unsigned char *a)
@@ -169,23 +163,14 @@ static void put_v6(struct out *o, const unsigned char *a)
 	unsigned g[8];
 	for (int i = 0; i < 8; i++)
 		g[i] = (unsigned)a[2 * i] << 8 | a[2 * i + 1];
-	int best = -1, bestlen = 0;
-	for (int i = 0; i < 8;) {
-		if (g[i]) {
-			i++;
-			continue;
+	int best = -1, bestlen = 1, run = 0; /* a run of one is not compressed */
+	for (int i = 0; i < 8; i++) {
+		run = g[i] ? 0 : run + 1;
+		if (run > bestlen) { /* (the first of equal runs wins) */
+			best = i + 1 - run;
+			bestlen = run;
 		}
-		int j = i;
-		while (j < 8 && !g[j])
-			j++;
-		if (j - i > bestlen) {
-			best = i;
-			bestlen = j - i;
-		}
-		i = j;
 	}
-	if (bestlen < 2)
-		best = -1;
 	for (int i = 0; i < 8; i++) {
 		if (i == best) {
 			put_s(o, "::");

@@ -46,7 +46,8 @@ static void count_steps(struct bs_attempt *a, const struct bs_attempt_view *v, u
 		a->last_err = v->last_err;
 }
 
-uint64_t bs_attempt_due(const struct bs_attempt *a, uint64_t state, uint64_t longest_wait)
+/* The entry's next allowed time, bounded by longest_wait after anchor_at. */
+static uint64_t due_at(const struct bs_attempt *a, uint64_t state, uint64_t longest_wait)
 {
 	uint64_t next = bs_state_next_at(state);
 	uint64_t bound = a->anchor_at + longest_wait;
@@ -89,7 +90,7 @@ struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attem
 		return verdict(BS_END, now, 0);
 	if (bs_state_may_attempt(v->state))
 		return verdict(BS_GO, now, 0);
-	uint64_t due = bs_attempt_due(a, v->state, longest_wait);
+	uint64_t due = due_at(a, v->state, longest_wait);
 	int join = v->join_at < due;
 	uint64_t at = join ? v->join_at : due;
 	if (now >= at)

@@ -120,8 +120,4 @@ struct bs_decision bs_attempt_paced(struct bs_attempt *a, uint64_t interval, uin
 #define BS_PROBE_GRACE (1000000000ull)
 uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid);
 
-/* The due time the decision used: the entry's next allowed time, bounded
- * by longest_wait after anchor_at. */
-uint64_t bs_attempt_due(const struct bs_attempt *a, uint64_t state, uint64_t longest_wait);
-
 #endif

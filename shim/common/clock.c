@@ -1,5 +1,6 @@
 /* clock: monotonic time, futex-based deadline waits, EINTR rule. */
 #include "clock.h"
+#include "timeout.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -9,6 +10,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+_Static_assert(BS_NEVER == BS_TIMEOUT_NONE, "no deadline is no timeout (bs_timeout_ts)");
 
 /* FUTEX_PRIVATE_FLAG until a shared table is mapped */
 static _Atomic int futex_private = FUTEX_PRIVATE_FLAG;
@@ -20,15 +23,10 @@ void bs_futex_shared(void)
 
 int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
 {
-	struct timespec ts, *tsp = NULL;
-	if (deadline != BS_NEVER) {
-		ts.tv_sec = (time_t)(deadline / 1000000000ull);
-		ts.tv_nsec = (long)(deadline % 1000000000ull);
-		tsp = &ts;
-	}
+	struct timespec ts;
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
 	long r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | atomic_load(&futex_private),
-			 expect, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+			 expect, bs_timeout_ts(deadline, &ts), NULL, FUTEX_BITSET_MATCH_ANY);
 	if (r == -1 && errno == EINTR)
 		return EINTR;
 	return 0; /* woken, timed out, or the value had already changed */

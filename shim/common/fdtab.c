@@ -13,13 +13,7 @@ BS_STATIC_ASSERT(BS_FD_ADDR_WORDS * 8 >= BS_FD_ADDR_MAX, "the address words hold
 
 void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap)
 {
-	t->slots = slots;
-	t->cap = slots ? cap : 0;
-	atomic_store(&t->high, 0);
-	atomic_store(&t->fresh_below, 0);
-	atomic_store(&t->fresh_on, 0);
-	atomic_store(&t->pending, 0);
-	atomic_store(&t->parked, 0);
+	*t = (struct bs_fdtab){.slots = slots, .cap = slots ? cap : 0};
 }
 
 /* Every state change: the pending count follows the exchange's result.
@@ -288,8 +282,6 @@ void bs_fd_copy(struct bs_fdtab *t, int from, int to)
 void bs_fd_clear_range(struct bs_fdtab *t, unsigned lo, unsigned hi)
 {
 	unsigned h = atomic_load(&t->high);
-	if (hi >= h)
-		hi = h ? h - 1 : 0;
 	for (unsigned fd = lo; fd <= hi && fd < h; fd++) {
 		if (bs_fd_state(t, (int)fd) == BS_FD_EPOLL)
 			bs_fd_ep_forget_set(t, (int)fd);
