@@ -13,10 +13,20 @@
 #define TAG_UNIX (3ull << 60)
 #define LOW60 ((1ull << 60) - 1)
 
-static int is_v4_mapped(const struct in6_addr *a)
+/* An internet address (of kind BS_ADDR_INET) as an IPv4 one into *in, an
+ * IPv4-mapped IPv6 address folded: 1; 0 for a real IPv6 address, whose
+ * port alone *in then holds. */
+static int as_v4(const struct sockaddr *addr, struct sockaddr_in *in)
 {
-	static const unsigned char pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	return memcmp(a->s6_addr, pfx, 12) == 0;
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	const struct sockaddr_in6 *in6 = (const void *)addr;
+	if (addr->sa_family == AF_INET) {
+		memcpy(in, addr, sizeof *in);
+		return 1;
+	}
+	*in = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = in6->sin6_port};
+	memcpy(&in->sin_addr, in6->sin6_addr.s6_addr + 12, 4);
+	return memcmp(in6->sin6_addr.s6_addr, mapped, 12) == 0;
 }
 
 enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len)
@@ -84,25 +94,16 @@ uint64_t bs_addr_host_key(const struct sockaddr *addr, socklen_t len)
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 {
 	switch (bs_addr_kind(addr, len)) {
-	case BS_ADDR_INET:
-		if (addr->sa_family == AF_INET) {
-			struct sockaddr_in in;
-			memcpy(&in, addr, sizeof in);
+	case BS_ADDR_INET: {
+		const struct sockaddr_in6 *in6 = (const void *)addr;
+		struct sockaddr_in in;
+		if (as_v4(addr, &in))
 			return bs_addr_v4_key_of(&in);
-		} else {
-			const struct sockaddr_in6 *in6 = (const void *)addr;
-			uint16_t port = ntohs(in6->sin6_port);
-			if (is_v4_mapped(&in6->sin6_addr)) {
-				struct sockaddr_in in = {.sin_family = AF_INET,
-							 .sin_port = in6->sin6_port};
-				memcpy(&in.sin_addr, in6->sin6_addr.s6_addr + 12, 4);
-				return bs_addr_v4_key_of(&in);
-			}
-			/* a link-local address is only a destination with its scope */
-			uint64_t h = hash_bytes(in6->sin6_addr.s6_addr, 16,
-						port ^ (uint64_t)in6->sin6_scope_id << 16);
-			return TAG_V6 | (h & LOW60);
-		}
+		/* a link-local address is only a destination with its scope */
+		uint64_t h = hash_bytes(in6->sin6_addr.s6_addr, 16,
+					ntohs(in6->sin6_port) ^ (uint64_t)in6->sin6_scope_id << 16);
+		return TAG_V6 | (h & LOW60);
+	}
 	case BS_ADDR_UNIX: {
 		const struct sockaddr_un *un = (const void *)addr;
 		size_t n = unix_path_len(un, len);
@@ -190,25 +191,19 @@ size_t bs_addr_format(const struct sockaddr *addr, socklen_t len, char *buf,
 	if (cap == 0)
 		return 0;
 	switch (bs_addr_kind(addr, len)) {
-	case BS_ADDR_INET:
-		if (addr->sa_family == AF_INET) {
-			const struct sockaddr_in *in = (const void *)addr;
-			put_v4(&o, (const unsigned char *)&in->sin_addr);
-			put_c(&o, ':');
-			put_u(&o, ntohs(in->sin_port));
+	case BS_ADDR_INET: {
+		struct sockaddr_in in;
+		if (as_v4(addr, &in)) {
+			put_v4(&o, (const unsigned char *)&in.sin_addr);
 		} else {
-			const struct sockaddr_in6 *in6 = (const void *)addr;
-			if (is_v4_mapped(&in6->sin6_addr)) {
-				put_v4(&o, in6->sin6_addr.s6_addr + 12);
-			} else {
-				put_c(&o, '[');
-				put_v6(&o, in6->sin6_addr.s6_addr);
-				put_c(&o, ']');
-			}
-			put_c(&o, ':');
-			put_u(&o, ntohs(in6->sin6_port));
+			put_c(&o, '[');
+			put_v6(&o, ((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr.s6_addr);
+			put_c(&o, ']');
 		}
+		put_c(&o, ':');
+		put_u(&o, ntohs(in.sin_port));
 		break;
+	}
 	case BS_ADDR_UNIX: {
 		const struct sockaddr_un *un = (const void *)addr;
 		size_t n = unix_path_len(un, len);
