@@ -16,43 +16,32 @@ int bs_timeout_tv_valid(const struct timeval *tv)
 	return !tv || (tv->tv_sec >= 0 && tv->tv_usec >= 0);
 }
 
-/* now + sec seconds + ns, or BS_TIMEOUT_NONE if it does not fit. */
-static uint64_t saturating_deadline(uint64_t now, uint64_t sec, uint64_t ns)
+/* now + sec seconds + sub units of unit_ns each, or BS_TIMEOUT_NONE if it
+ * does not fit. */
+static uint64_t deadline(uint64_t now, uint64_t sec, uint64_t sub, uint64_t unit_ns)
 {
-	if (now >= BS_TIMEOUT_NONE)
+	uint64_t d, s;
+	if (__builtin_mul_overflow(sec, BS_NS_PER_SEC, &d) ||
+	    __builtin_mul_overflow(sub, unit_ns, &s) || __builtin_add_overflow(d, s, &d) ||
+	    __builtin_add_overflow(d, now, &d))
 		return BS_TIMEOUT_NONE;
-	uint64_t room = BS_TIMEOUT_NONE - 1 - now;
-	if (sec > room / BS_NS_PER_SEC)
-		return BS_TIMEOUT_NONE;
-	uint64_t total = sec * BS_NS_PER_SEC;
-	if (ns > room - total)
-		return BS_TIMEOUT_NONE;
-	return now + total + ns;
+	return d;
 }
 
 uint64_t bs_timeout_deadline_ms(uint64_t now, int ms)
 {
-	if (ms < 0)
-		return BS_TIMEOUT_NONE;
-	return saturating_deadline(now, 0, (uint64_t)ms * BS_NS_PER_MS);
+	return ms < 0 ? BS_TIMEOUT_NONE : deadline(now, 0, (uint64_t)ms, BS_NS_PER_MS);
 }
 
 uint64_t bs_timeout_deadline_ts(uint64_t now, const struct timespec *ts)
 {
-	if (!ts)
-		return BS_TIMEOUT_NONE;
-	return saturating_deadline(now, (uint64_t)ts->tv_sec, (uint64_t)ts->tv_nsec);
+	return ts ? deadline(now, (uint64_t)ts->tv_sec, (uint64_t)ts->tv_nsec, 1) : BS_TIMEOUT_NONE;
 }
 
 uint64_t bs_timeout_deadline_tv(uint64_t now, const struct timeval *tv)
 {
-	if (!tv)
-		return BS_TIMEOUT_NONE;
-	uint64_t usec = (uint64_t)tv->tv_usec;
-	uint64_t sec = (uint64_t)tv->tv_sec, more = usec / US_PER_SEC;
-	if (sec > BS_TIMEOUT_NONE - more)
-		return BS_TIMEOUT_NONE;
-	return saturating_deadline(now, sec + more, usec % US_PER_SEC * 1000);
+	return tv ? deadline(now, (uint64_t)tv->tv_sec, (uint64_t)tv->tv_usec, 1000)
+		  : BS_TIMEOUT_NONE;
 }
 
 uint64_t bs_timeout_left(uint64_t now, uint64_t until)
