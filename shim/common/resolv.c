@@ -1,8 +1,8 @@
 /* resolv: resolution records. See resolv.h. */
 #include "resolv.h"
 
-static void add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
-		uint64_t name, uint32_t any_port)
+void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
+		uint64_t name, int any_port)
 {
 	struct bs_res *r = &t->rec[atomic_fetch_add(&t->next, 1) % BS_RES_RECORDS];
 	unsigned m = 0;
@@ -17,24 +17,8 @@ static void add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t 
 	atomic_store(&r->n, m);
 	atomic_store(&r->cand, 0);
 	atomic_store(&r->name, name);
-	atomic_store(&r->any_port, any_port);
+	atomic_store(&r->any_port, (uint32_t)any_port);
 	atomic_store(&r->stamp, now ? now : 1);
-}
-
-void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now)
-{
-	add(t, keys, n, now, 0, 0);
-}
-
-void bs_res_add_any_port(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now)
-{
-	add(t, keys, n, now, 0, 1);
-}
-
-void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
-		      uint64_t name)
-{
-	add(t, keys, n, now, name, 0);
 }
 
 /* The newest live record holding key (or host, in a record of any port),

@@ -36,14 +36,12 @@ struct bs_restab {
 	struct bs_res rec[BS_RES_RECORDS];
 };
 
-/* Remember one resolution (duplicates dropped; at most BS_RES_KEYS kept). */
-void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now);
-/* The same for a lookup that named no service (getaddrinfo(host, NULL)):
- * keys are the addresses with port 0 (bs_addr_host_key). */
-void bs_res_add_any_port(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now);
-/* The same, naming the host name's hash (for [dest name:port] rules). */
-void bs_res_add_named(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
-		      uint64_t name);
+/* Remember one resolution (duplicates dropped; at most BS_RES_KEYS kept),
+ * naming the host name's hash (for [dest name:port] rules; 0: none).
+ * any_port: the lookup named no service (getaddrinfo(host, NULL)), and keys
+ * are the addresses with port 0 (bs_addr_host_key). */
+void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
+		uint64_t name, int any_port);
 /* Did a live resolution of that name yield key? */
 int bs_res_name_has(struct bs_restab *t, uint64_t name, uint64_t key, uint64_t now,
 		    uint64_t horizon);

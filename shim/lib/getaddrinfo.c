@@ -31,12 +31,12 @@ BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo 
 	/* a single address leaves nowhere else to go; with no service named,
 	 * the program connects each address to a port of its own (libuv) */
 	if (n >= 2 && svc)
-		bs_res_add(bs_res(), keys, n, now);
+		bs_res_add(bs_res(), keys, n, now, 0, 0);
 	else if (n >= 2)
-		bs_res_add_any_port(bs_res(), hosts, n, now);
+		bs_res_add(bs_res(), hosts, n, now, 0, 1);
 	const struct bs_rules *rules = bs_active()->rules;
 	if (n && node && rules && rules->n) /* for [dest name:port] sections */
-		bs_res_add_named(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)));
+		bs_res_add(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)), 0);
 	return r;
 }
 

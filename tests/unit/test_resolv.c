@@ -34,7 +34,7 @@ static int teardown(void **state)
 #define ADD(t, now, ...)                                                       \
 	do {                                                                   \
 		static const uint64_t k_[] = {__VA_ARGS__};                    \
-		bs_res_add((t), k_, sizeof k_ / sizeof k_[0], (now));          \
+		bs_res_add((t), k_, sizeof k_ / sizeof k_[0], (now), 0, 0);    \
 	} while (0)
 
 static int alt(struct bs_restab *t, uint64_t key)
@@ -130,7 +130,7 @@ static void test_duplicates_and_zeros(void **state)
 
 	ADD(t, NOW + 3 * MS, 0, 0);
 	assert_int_equal(atomic_load(&last(t)->n), 0);
-	bs_res_add(t, NULL, 0, NOW + 4 * MS);
+	bs_res_add(t, NULL, 0, NOW + 4 * MS, 0, 0);
 	assert_int_equal(atomic_load(&last(t)->n), 0);
 	assert_false(alt(t, 0));
 }
@@ -141,7 +141,7 @@ static void test_truncated(void **state)
 	uint64_t k[BS_RES_KEYS + 4];
 	for (unsigned i = 0; i < sizeof k / sizeof k[0]; i++)
 		k[i] = 0x100 + i;
-	bs_res_add(t, k, sizeof k / sizeof k[0], NOW);
+	bs_res_add(t, k, sizeof k / sizeof k[0], NOW, 0, 0);
 	expect_keys(last(t), k, BS_RES_KEYS);
 	for (unsigned i = BS_RES_KEYS; i < sizeof k / sizeof k[0]; i++)
 		assert_false(alt(t, k[i])); /* not kept */
@@ -163,7 +163,7 @@ static void test_truncated(void **state)
 		m[n++] = 0x200;
 		m[n++] = 0;
 	}
-	bs_res_add(t, m, n, NOW + MS);
+	bs_res_add(t, m, n, NOW + MS, 0, 0);
 	assert_int_equal(atomic_load(&last(t)->n), BS_RES_KEYS);
 	assert_int_equal(atomic_load(&last(t)->keys[BS_RES_KEYS - 1]),
 			 0x200 + BS_RES_KEYS - 1);
@@ -218,7 +218,7 @@ static void test_any_port(void **state)
 {
 	struct bs_restab *t = *state;
 	const uint64_t hosts[] = {0x1001, 0x1002};
-	bs_res_add_any_port(t, hosts, 2, NOW);
+	bs_res_add(t, hosts, 2, NOW, 0, 1);
 	const uint64_t k1 = 0x5551001; /* the first address at some port */
 	assert_true(bs_res_has_alternative(t, k1, 0x1001, NOW, HORIZON));
 	assert_false(bs_res_has_alternative(t, k1, 0, NOW, HORIZON)); /* host unknown */
@@ -236,7 +236,7 @@ static void test_ring_wraps(void **state)
 	const unsigned total = BS_RES_RECORDS + 5;
 	for (unsigned i = 0; i < total; i++) {
 		uint64_t k[2] = {A, 0x1000 + i};
-		bs_res_add(t, k, 2, NOW + i * MS);
+		bs_res_add(t, k, 2, NOW + i * MS, 0, 0);
 		/* the first lap's second candidates fail: a reused slot must
 		 * not inherit that */
 		if (i < BS_RES_RECORDS)
