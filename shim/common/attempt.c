@@ -58,8 +58,7 @@ static uint64_t due_at(const struct bs_attempt *a, uint64_t state, uint64_t long
 
 static struct bs_decision verdict(enum bs_verdict v, uint64_t until, int reset)
 {
-	struct bs_decision d = {v, until, reset, 0, 0, 0};
-	return d;
+	return (struct bs_decision){.verdict = v, .until = until, .reset = reset};
 }
 
 /* Due: the probe, unless a live holder still has it. */
@@ -71,11 +70,8 @@ static struct bs_decision probe_or_wait(struct bs_attempt *a, const struct bs_at
 		uint64_t end = bs_budget_end(&a->b);
 		return verdict(BS_WAIT, stale < end ? stale : end, 0);
 	}
-	struct bs_decision d = verdict(BS_TAKE_PROBE, now, 0);
-	d.join = join;
-	d.probe = v->probe;
-	d.state = v->state;
-	return d;
+	return (struct bs_decision){.verdict = BS_TAKE_PROBE, .until = now, .join = join,
+				    .probe = v->probe, .state = v->state};
 }
 
 struct bs_decision bs_attempt_decide(struct bs_attempt *a, const struct bs_attempt_view *v,

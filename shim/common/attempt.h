@@ -71,10 +71,8 @@ struct bs_decision {
 			 * or judge again) */
 };
 
-/* The one place a connect's budget is built, by one rule: a call that
- * started at `start`, with cfg's max_elapsed and max_attempts (0: no
- * limit) and, for a blocking socket, the program's SO_SNDTIMEO
- * (`prog_timeout`; BS_BUDGET_NO_TIMEOUT for none or a non-blocking one). */
+/* The one place a connect's budget is built (bs_budget_init): cfg's limits
+ * and, for a blocking socket only, the program's SO_SNDTIMEO. */
 struct bs_config;
 void bs_attempt_init(struct bs_attempt *a, const struct bs_config *cfg, uint64_t start,
 		     uint64_t prog_timeout);

@@ -90,7 +90,5 @@ static const char *const stop_text[BS_STOP_COUNT] = {
 
 const char *bs_stop_text(enum bs_stop why)
 {
-	if ((unsigned)why >= BS_STOP_COUNT)
-		return "unknown reason";
-	return stop_text[why];
+	return (unsigned)why < BS_STOP_COUNT ? stop_text[why] : "unknown reason";
 }

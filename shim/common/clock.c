@@ -38,8 +38,7 @@ void bs_wake(const uint32_t *word)
 		NULL, NULL, 0);
 }
 
-/* Signals raised by the thread itself (a fault, or abort()): crash
- * handlers catch them, and they cannot be what interrupted a wait. */
+/* Raised by the thread itself (see clock.h). */
 static int synchronous_fault(int sig)
 {
 	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
@@ -58,11 +57,8 @@ int bs_intr_returns_eintr(int has_timeout)
 			continue;
 		if (sig <= 64 && (blocked >> (sig - 1) & 1))
 			continue; /* blocked in this thread: it did not run here */
-		if (sigaction(sig, NULL, &sa) != 0)
-			continue;
-		if (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
-			continue;
-		if (!(sa.sa_flags & SA_RESTART))
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		    sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
 			return 1;
 	}
 	return 0;

@@ -204,16 +204,10 @@ int bs_fd_move_ok(unsigned from, unsigned to)
 }
 
 /* A move the table refuses is a caller's bug: the slot stays as it is
- * (the unit tests fail on it; BS_FD_STRICT builds trap). */
+ * (the unit tests fail on it). */
 static int may_move(struct bs_fdslot *s, unsigned to)
 {
-	unsigned from = atomic_load_explicit(&s->state, memory_order_acquire);
-	if (bs_fd_move_ok(from, to))
-		return 1;
-#ifdef BS_FD_STRICT
-	__builtin_trap();
-#endif
-	return 0;
+	return bs_fd_move_ok(atomic_load_explicit(&s->state, memory_order_acquire), to);
 }
 
 int bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
@@ -226,11 +220,12 @@ int bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since)
 	return 1;
 }
 
-static void clear_ident(struct bs_fdslot *s)
+/* The identity alone, under the generation: 1 if no other writer overlapped. */
+static int write_ident(struct bs_fdslot *s, uint64_t cookie)
 {
 	uint32_t g = write_begin(s);
-	atomic_store_explicit(&s->cookie, 0, memory_order_relaxed);
-	write_end(s, g);
+	atomic_store_explicit(&s->cookie, cookie, memory_order_relaxed);
+	return write_end(s, g);
 }
 
 static inline __attribute__((always_inline)) void untrack(struct bs_fdtab *t,
@@ -239,7 +234,7 @@ static inline __attribute__((always_inline)) void untrack(struct bs_fdtab *t,
 	if (atomic_load_explicit(&s->state, memory_order_relaxed) != BS_FD_NONE)
 		set_state(t, s, BS_FD_NONE);
 	if (atomic_load_explicit(&s->cookie, memory_order_relaxed))
-		clear_ident(s);
+		write_ident(s, 0);
 }
 
 void bs_fd_clear(struct bs_fdtab *t, int fd)
@@ -339,10 +334,8 @@ void bs_fd_set_ident(struct bs_fdtab *t, int fd, uint64_t cookie)
 		return;
 	if (cookie)
 		atomic_fetch_or(&s->flags, BS_FDF_EXTRA);
-	uint32_t g = write_begin(s);
-	atomic_store_explicit(&s->cookie, cookie, memory_order_relaxed);
-	if (!write_end(s, g))
-		clear_ident(s); /* raced with another write: record nothing */
+	if (!write_ident(s, cookie))
+		write_ident(s, 0); /* raced with another write: record nothing */
 	raise_high(t, fd); /* so close_range/closefrom clear it */
 }
 

@@ -85,10 +85,8 @@ static inline int bs_fd_state_is_pending(unsigned st)
 #define BS_FD_GEN_WRITERS 0xffu
 #define BS_FD_GEN_VERSION 0x100u
 
-/* A power-of-two size, so that the wrappers' "is this fd watched?" is a
- * shift and a load (read_send.c: 10 instructions in all); 128 bytes, less
- * than the 144 it took unaligned, so the fd table's reserved address space
- * (one slot per possible fd) did not grow. */
+/* A power of two, so that the wrappers' "is this fd watched?" is a shift
+ * and a load (read_send.c: 10 instructions in all). */
 #define BS_FD_SLOT_SIZE 128
 
 struct __attribute__((aligned(BS_FD_SLOT_SIZE))) bs_fdslot {
@@ -188,18 +186,15 @@ static inline struct bs_fdslot *bs_fd_slot(struct bs_fdtab *t, int fd)
 	return (unsigned)fd < t->cap ? &t->slots[fd] : 0;
 }
 
-/* The state of a slot, in one load. */
 static inline unsigned bs_fd_slot_state(struct bs_fdslot *s)
 {
 	return atomic_load_explicit(&s->state, memory_order_acquire);
 }
 
-/* The fd's state in one relaxed load (BS_FD_NONE when out of range). */
+/* The fd's state (BS_FD_NONE when out of range). */
 static inline unsigned bs_fd_state(struct bs_fdtab *t, int fd)
 {
-	return (unsigned)fd < t->cap
-		       ? atomic_load_explicit(&t->slots[fd].state, memory_order_acquire)
-		       : BS_FD_NONE;
+	return (unsigned)fd < t->cap ? bs_fd_slot_state(&t->slots[fd]) : BS_FD_NONE;
 }
 
 /* Start tracking fd (addr may be NULL for kinds not reconnected; an
@@ -209,11 +204,8 @@ void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
 		 socklen_t len);
 /* Move a tracked fd to a new state, if that is one of the explicit moves
- * (bs_fd_move_ok): connecting -> connecting (a new attempt), probation,
- * healthy, failed or parked; probation -> healthy; healthy -> healthy; parked ->
- * connecting or failed; and (bs_fd_fail) none or failed -> failed. Returns
- * 1 if moved; 0, changing nothing, if fd is untracked or the move is not
- * one of those (a caller's bug). */
+ * (bs_fd_move_ok: fdtab.c's table). Returns 1 if moved; 0, changing
+ * nothing, if fd is untracked or the move is not one of those (a bug). */
 int bs_fd_set(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t since);
 int bs_fd_move_ok(unsigned from, unsigned to);
 /* Forget fd: untracked, identity cleared (its epoll registration and flags
@@ -238,9 +230,7 @@ static inline void bs_fd_renew(struct bs_fdtab *t, int fd)
 _Static_assert((BS_FD_PROBATION | 1) == BS_FD_HEALTHY, "probation and healthy differ in bit 0");
 static inline int bs_fd_drop_live(struct bs_fdslot *s, struct bs_table *tab)
 {
-	/* (probation or healthy, no flags: one compare; a healthy one whose
-	 * destination has an entry takes the full path too, which only
-	 * renews it) */
+	/* (probation or healthy, no flags: one compare) */
 	if ((bs_fd_head_of(s) | bs_fd_head(1, 0)) != bs_fd_head(BS_FD_HEALTHY, 0) ||
 	    bs_table_may_hold(tab, atomic_load_explicit(&s->key, memory_order_relaxed)))
 		return 0;
@@ -248,9 +238,6 @@ static inline int bs_fd_drop_live(struct bs_fdslot *s, struct bs_table *tab)
 	return 1;
 }
 
-/* The type socket() was asked for (`type`, its flags included: masked
- * off by the reader; 0 for a number whose type is not known: accept,
- * dup). */
 #define BS_FD_SOTYPE_MASK 0xfu /* the kernel's SOCK_TYPE_MASK */
 static inline void bs_fd_set_sotype(struct bs_fdslot *s, int type)
 {

@@ -402,8 +402,7 @@ int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t started, uint64_t 
 
 uint32_t bs_entry_ok(struct bs_entry *e)
 {
-	uint64_t old = atomic_exchange(&e->state, 0);
-	return bs_state_failures(old);
+	return bs_state_failures(atomic_exchange(&e->state, 0));
 }
 
 uint32_t bs_entry_connected(struct bs_entry *e, uint64_t now)
