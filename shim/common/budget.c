@@ -42,9 +42,8 @@ void bs_budget_policy_done(struct bs_budget *b)
 
 int bs_budget_last(const struct bs_budget *b, uint64_t next)
 {
-	if (b->max_attempts && b->attempts + 1ull >= b->max_attempts)
-		return 1;
-	return next >= bs_budget_end(b);
+	return (b->max_attempts && b->attempts + 1ull >= b->max_attempts) ||
+	       next >= bs_budget_end(b);
 }
 
 enum bs_stop bs_budget_stop(struct bs_budget *b, enum bs_stop why)

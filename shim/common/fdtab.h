@@ -153,9 +153,7 @@ struct bs_fdtab {
 	 * enables it, then high; fresh_on says it is enabled */
 	_Atomic unsigned fresh_below;
 	_Atomic int fresh_on;
-	_Atomic int pending;   /* slots connecting, parked or failed (exact: every
-				* state change is an exchange that accounts for
-				* itself) */
+	_Atomic int pending;   /* slots connecting, parked or failed (set_state) */
 	_Atomic int parked;    /* of which parked */
 };
 
