@@ -167,12 +167,9 @@ void bs_fd_track(struct bs_fdtab *t, int fd, enum bs_fd_state st, uint64_t key,
 		 uint64_t since, uint64_t call_start, const struct sockaddr *addr,
 		 socklen_t len)
 {
-	struct dest d = {.key = key};
-	socklen_t keep = addr ? kept_len(addr, len) : 0;
-	if (keep) {
-		memcpy(d.addr, addr, keep);
-		d.len = keep;
-	}
+	struct dest d = {.key = key, .len = addr ? kept_len(addr, len) : 0};
+	if (d.len)
+		memcpy(d.addr, addr, d.len);
 	track_dest(t, fd, st, &d, since, call_start);
 }
 
@@ -314,13 +311,11 @@ int bs_fd_read_dest(struct bs_fdtab *t, int fd, uint64_t *key,
 	*key = d.key;
 	if (d.len == BS_FD_ADDR_OF_KEY) { /* the fast track's: rebuilt */
 		struct sockaddr_in in;
-		*len = bs_addr_of_v4_key(d.key, &in) ? sizeof in : 0;
-		if (addr && *len)
-			memcpy(addr, &in, sizeof in);
-		return 1;
-	}
-	if (d.len > BS_FD_ADDR_MAX)
+		d.len = bs_addr_of_v4_key(d.key, &in) ? sizeof in : 0;
+		memcpy(d.addr, &in, d.len);
+	} else if (d.len > BS_FD_ADDR_MAX) {
 		d.len = 0; /* cannot happen: writers never store more */
+	}
 	if (addr)
 		memcpy(addr, d.addr, d.len);
 	*len = d.len;

@@ -222,9 +222,7 @@ static inline void bs_fd_renew(struct bs_fdtab *t, int fd)
  * holds nothing else (no flags, so no epoll registration or identity
  * either) to a destination tab holds no entry for: forgotten in one store,
  * and 1. Otherwise 0, and nothing changed (then bs_outcome_closed
- * decides: a reset may be due). (A plain store, as between any two states
- * that are not pending: a racing move to a pending state can only leave
- * the count too high.) */
+ * decides: a reset may be due). (A plain store: see fdtab.c's set_state.) */
 _Static_assert((BS_FD_PROBATION | 1) == BS_FD_HEALTHY, "probation and healthy differ in bit 0");
 static inline int bs_fd_drop_live(struct bs_fdslot *s, struct bs_table *tab)
 {
