@@ -1,7 +1,4 @@
-/* defer: the rounds of defer mode. A readiness call's report of a
- * connecting socket is screened here (the failure learned, published, and
- * the socket parked or retried), and every parked socket is given its next
- * step when the attempt model says so: reconnected, or ended. See defer.h. */
+/* defer: the rounds of defer mode. See defer.h. */
 #include "defer.h"
 
 #include "attempt.h"
@@ -19,9 +16,6 @@
 
 #include <errno.h>
 
-/* a probe of a parked socket names no thread: 0 is no thread's tid */
-#define PARK_PROBE_TID 0u
-
 /* The destination is due: this socket takes its one probe (replacing the
  * word the verdict saw), unless the probe before it published its outcome
  * (then let go) after this thread read the state: then it is judged again
@@ -29,8 +23,8 @@
 static int take_probe(const struct bs_config *cfg, struct bs_entry *e, struct bs_fdslot *s,
 		      uint64_t state, uint64_t seen, uint64_t now)
 {
-	uint64_t mine = bs_attempt_probe(now, bs_policy_attempt_timeout(&cfg->policy, 0),
-					 PARK_PROBE_TID);
+	/* a parked socket's probe names no thread: 0 is no thread's tid */
+	uint64_t mine = bs_attempt_probe(now, bs_policy_attempt_timeout(&cfg->policy, 0), 0);
 	if (!bs_probe_take(e, seen, mine))
 		return 0;
 	if (atomic_load(&e->state) != state) {

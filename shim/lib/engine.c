@@ -1,12 +1,7 @@
-/*
- * engine: the retry loop for a blocking connect() to a failing destination.
- *
- * Fast path: one table lookup; a destination with no failures is connected
- * exactly as without the shim. Only a retryable failure (or a destination
- * already in backoff) leads into the loop below, which waits for the
- * destination's next allowed time, lets one caller per destination probe
- * (single flight), and publishes each outcome to every waiter.
- */
+/* engine: see engine.h. Only a retryable failure (or a destination already
+ * in backoff) leads into the loop below, which waits for the destination's
+ * next allowed time, lets one caller per destination probe (single
+ * flight), and publishes each outcome to every waiter. */
 #include "engine.h"
 
 #include "attempt.h"
@@ -21,6 +16,7 @@
 #include "shared.h"
 #include "shim.h"
 #include "sock.h"
+#include "util.h"
 
 #include <errno.h>
 
@@ -46,11 +42,6 @@ struct call {
 
 #define NOT_TOLD UINT32_MAX
 
-static uint64_t min64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
 /* Returned by a step of the call that does not end it: the loop goes on. */
 #define AGAIN 1
 
@@ -65,12 +56,6 @@ static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
 static int end_call(const struct call *c)
 {
 	return bs_outcome_give_up(&c->dest, &c->a.b, c->a.last_err);
-}
-
-static int end_call_for(struct call *c, enum bs_stop why)
-{
-	bs_budget_stop(&c->a.b, why);
-	return end_call(c);
 }
 
 /* A failure of this call's attempt; when it ends the call's budget, the
@@ -108,7 +93,7 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 		return AGAIN;
 	uint64_t t0 = bs_now();
 	if (bs_shared_on())
-		until = min64(until, t0 + SHARED_RECHECK);
+		until = bs_min_u64(until, t0 + SHARED_RECHECK);
 	atomic_fetch_add(&c->e->waiting, 1);
 	bs_shared_wait_begins(c->e);
 	int r = bs_wait((const uint32_t *)&c->e->seq, seq, until);
@@ -117,7 +102,7 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	atomic_fetch_add(&c->e->n_waited, 1);
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
 	if (r == EINTR && bs_intr_returns_eintr(c->prog_has_tv))
-		return end_call_for(c, BS_STOP_SIGNAL);
+		return bs_budget_stop(&c->a.b, BS_STOP_SIGNAL), end_call(c);
 	return AGAIN;
 }
 
@@ -142,7 +127,7 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 {
 	uint64_t shim_end = now + attempt_timeout(c, delay);
 	atomic_store(&c->e->attempt_at, now);
-	uint64_t end = min64(shim_end, bs_budget_end(&c->a.b));
+	uint64_t end = bs_min_u64(shim_end, bs_budget_end(&c->a.b));
 	int err = 0;
 	enum bs_sock_outcome r = bs_sock_attempt(c->fd, c->dest.addr, c->dest.len, end,
 					    end == c->a.b.prog_end && end < shim_end,
@@ -250,12 +235,6 @@ static uint64_t join_at(struct call *c, uint64_t s, uint64_t now, int probe_held
 			: at + c->cfg->policy.initial_backoff;
 }
 
-static int claim_join(struct call *c, uint64_t now)
-{
-	uint64_t at = c->join_seen;
-	return atomic_compare_exchange_strong(&c->e->attempt_at, &at, now);
-}
-
 /* What the call reads of its destination for the attempt model. */
 static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)
 {
@@ -299,8 +278,8 @@ static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
 		tell_wait(c, s, v, d->until, now);
 		return wait_step(c, s, d->until);
 	case BS_TAKE_PROBE:
-		if (d->join && !claim_join(c, now))
-			return AGAIN; /* another newcomer went */
+		if (d->join && !atomic_compare_exchange_strong(&c->e->attempt_at, &c->join_seen, now))
+			return AGAIN; /* another newcomer went (claim_join) */
 		return take_probe_and_attempt(c, s, now, v->probe);
 	default:
 		return end_call(c);
@@ -312,7 +291,7 @@ static int retry_loop(struct call *c)
 	uint64_t longest = bs_policy_longest_wait(&c->cfg->policy);
 	for (;;) {
 		if (!hold_entry(c)) /* table full of live entries: go untracked */
-			return end_call_for(c, BS_STOP_TABLE_FULL);
+			return bs_budget_stop(&c->a.b, BS_STOP_TABLE_FULL), end_call(c);
 		uint64_t s = atomic_load(&c->e->state), now = bs_now();
 		struct bs_attempt_view v = view_of(c, s, now);
 		struct bs_decision d = bs_attempt_decide(&c->a, &v, now, longest);
@@ -322,23 +301,20 @@ static int retry_loop(struct call *c)
 	}
 }
 
-static void log_passed(const struct call *c, const char *why, int err)
-{
-	bs_outcome_log_passed(c->dest.addr, c->dest.len, why, err);
-}
-
 /* What follows the program's own connect, which failed with err (t0 its
  * start). AGAIN when the failure of a blocking stream socket leads into
  * backoff. */
 static int first_failed(struct call *c, uint64_t t0, int err)
 {
 	if (err == EINPROGRESS && bs_log_enabled(BS_LOG_DEBUG))
-		log_passed(c, "non-blocking, in progress: its outcome is watched", 0);
+		bs_outcome_log_passed(c->dest.addr, c->dest.len,
+				      "non-blocking, in progress: its outcome is watched", 0);
 	if (err == EINPROGRESS)
 		return bs_outcome_started(c->cfg, c->fd, c->dest.addr, c->dest.len, c->dest.key, t0);
 	if (!bs_config_retries(c->cfg, err)) {
 		if (bs_log_enabled(BS_LOG_DEBUG))
-			log_passed(c, "an error the shim does not retry", err);
+			bs_outcome_log_passed(c->dest.addr, c->dest.len,
+					      "an error the shim does not retry", err);
 		return -err;
 	}
 	if (bs_sock_is_blocking_stream(c->fd))
@@ -360,19 +336,11 @@ static int first_attempt(struct call *c, uint64_t *t0, int *err)
 	if (r == 0) {
 		bs_outcome_connected(&c->dest, c->fd, *t0);
 		if (bs_log_enabled(BS_LOG_DEBUG))
-			log_passed(c, "connected at once", 0);
+			bs_outcome_log_passed(c->dest.addr, c->dest.len, "connected at once", 0);
 		return 0;
 	}
 	*err = -r;
 	return first_failed(c, *t0, *err);
-}
-
-/* A socket that is not a blocking stream, to a destination in backoff. */
-static int connect_not_blocking_stream(struct call *c)
-{
-	if (!bs_sock_is_stream(c->fd)) /* a UDP connect sends nothing: never paced */
-		return (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
-	return bs_nb_connect(c->cfg, c->fd, c->dest.addr, c->dest.len, c->dest.key);
 }
 
 /* A blocking stream socket whose first attempt failed with err (t0 its
@@ -426,7 +394,9 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		if (r != AGAIN)
 			return r;
 	} else if (!bs_sock_is_blocking_stream(fd)) {
-		return connect_not_blocking_stream(&c);
+		if (!bs_sock_is_stream(fd)) /* a UDP connect sends nothing: never paced */
+			return (int)BS_NEG(bs_real_connect(fd, addr, len));
+		return bs_nb_connect(cfg, fd, addr, len, key);
 	}
 	return backoff_connect(&c, s, t0, err);
 }

@@ -1,15 +1,4 @@
-/*
- * nonblock: non-blocking connects. The program's connect() returns
- * EINPROGRESS; the shim learns the outcome wherever the program looks for it
- * (getsockopt(SO_ERROR), a repeated connect(), the first send/recv) and, by
- * mode:
- *   retry: on a retryable failure, wait per the destination's schedule and
- *          reconnect the program's socket until it connects or the budget
- *          is spent (the calling thread blocks, as with a blocking socket);
- *   pace:  never sleep; a connect() inside the backoff window fails at once
- *          with the destination's last error and sends nothing;
- *   off:   not handled at all.
- */
+/* nonblock: non-blocking connects. See nonblock.h. */
 #include "nonblock.h"
 
 #include "addr.h"
@@ -26,6 +15,7 @@
 #include "shared.h"
 #include "shim.h"
 #include "sock.h"
+#include "util.h"
 
 #include <errno.h>
 
@@ -140,24 +130,6 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 	return r;
 }
 
-/* Reconnect fd and wait for the handshake, at most until `end` (sock.h's
- * one attempt): 0, or the error; EINTR when a signal handler ran, the
- * handshake going on (the caller decides). */
-static int reconnect_and_wait(int fd, const struct sockaddr *addr, socklen_t len, uint64_t end)
-{
-	int err = 0;
-	switch (bs_sock_attempt(fd, addr, len, end, 0, 1, &err)) {
-	case BS_ATT_OK:
-		return 0;
-	case BS_ATT_EINTR:
-		return EINTR;
-	case BS_ATT_FAIL:
-		return err;
-	default:
-		return ETIMEDOUT;
-	}
-}
-
 /* One round of retry mode: wait until due, reconnect, publish. Returns 1
  * to go on; 0 when the call ends: *err 0 (connected), or a->b.stop says
  * why. */
@@ -175,16 +147,21 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		bs_outcome_failed(e, d, s, a0, delay, *err, 1);
 		return bs_budget_stop(&a->b, BS_STOP_POLICY), 0;
 	}
-	uint64_t lim = a0 + bs_policy_attempt_timeout(&cfg->policy, delay);
-	uint64_t end = bs_budget_end(&a->b);
-	*err = reconnect_and_wait(fd, d->addr, d->len, lim < end ? lim : end);
-	if (*err == EINTR) {
-		bs_fd_set(bs_fds(), fd, BS_FD_CONNECTING, a0); /* in flight, as the kernel has it */
-		return bs_budget_stop(&a->b, BS_STOP_SIGNAL), 0;
-	}
-	if (*err == 0) {
+	uint64_t end = bs_min_u64(a0 + bs_policy_attempt_timeout(&cfg->policy, delay),
+				  bs_budget_end(&a->b));
+	switch (bs_sock_attempt(fd, d->addr, d->len, end, 0, 1, err)) {
+	case BS_ATT_OK:
+		*err = 0;
 		bs_outcome_connected(d, fd, a0);
 		return 0;
+	case BS_ATT_EINTR: /* the handshake goes on */
+		*err = EINTR;
+		bs_fd_set(bs_fds(), fd, BS_FD_CONNECTING, a0); /* in flight, as the kernel has it */
+		return bs_budget_stop(&a->b, BS_STOP_SIGNAL), 0;
+	case BS_ATT_FAIL:
+		break;
+	default:
+		*err = ETIMEDOUT;
 	}
 	int last = bs_budget_last(&a->b, a0 + delay); /* then the give-up line says it */
 	bs_attempt_failed(a, *err);

@@ -1,8 +1,4 @@
-/*
- * outcome: the single place where what a wrapper learned about a
- * destination is published: to the per-destination table (and its
- * waiters), the fd table, the resolution records and the log.
- */
+/* outcome: the publication of what the wrappers learn. See outcome.h. */
 #include "outcome.h"
 
 #include "addr.h"
@@ -249,17 +245,17 @@ void bs_outcome_connected(const struct bs_dest *d, int fd, uint64_t t0)
 	}
 }
 
-/* Whether a healthy connection would change anything for key. */
-static int in_backoff(uint64_t key)
+/* key's entry, if a healthy connection would change anything for it. */
+static struct bs_entry *in_backoff(uint64_t key)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
-	return e && atomic_load(&e->state) != 0;
+	return e && atomic_load(&e->state) != 0 ? e : NULL;
 }
 
 void bs_outcome_healthy(uint64_t key)
 {
-	struct bs_entry *e = bs_table_find(bs_tab(), key);
-	if (e && atomic_load(&e->state) != 0 && bs_entry_ok(e))
+	struct bs_entry *e = in_backoff(key);
+	if (e && bs_entry_ok(e))
 		bs_publish(e);
 }
 

@@ -78,8 +78,4 @@ unsigned bs_park_spent(int fd, const struct bs_budget *b);
 /* fd is reconnecting: back into its epoll set, if the shim took it out. */
 void bs_park_rejoin(int fd);
 
-/* At fork() (park.c's atfork handlers): no socket in flight is hidden from
- * then on, by either process; the child owns its copy of the fd table,
- * and forgets the parent's connects. */
-
 #endif

@@ -40,14 +40,12 @@ static void log_stats(const struct bs_entry *e, const struct sockaddr *addr, soc
 	bs_line_str(&l, what);
 	bs_line_str(&l, ", interval ");
 	bs_line_dur(&l, atomic_load(&e->interval));
-	bs_line_str(&l, " (calls ");
-	bs_line_u64(&l, atomic_load(&e->n_calls));
-	bs_line_str(&l, ", up ");
-	bs_line_u64(&l, atomic_load(&e->n_up));
-	bs_line_str(&l, ", down ");
-	bs_line_u64(&l, atomic_load(&e->n_down));
-	bs_line_str(&l, ", waits ");
-	bs_line_u64(&l, atomic_load(&e->n_waits));
+	static const char *const names[] = {" (calls ", ", up ", ", down ", ", waits "};
+	const _Atomic uint32_t *const counts[] = {&e->n_calls, &e->n_up, &e->n_down, &e->n_waits};
+	for (int i = 0; i < 4; i++) {
+		bs_line_str(&l, names[i]);
+		bs_line_u64(&l, atomic_load(counts[i]));
+	}
 	bs_line_str(&l, ", waited ");
 	bs_line_dur(&l, atomic_load(&e->waited));
 	bs_line_str(&l, ")");
@@ -59,24 +57,19 @@ void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
 {
 	const struct bs_policy *p = &cfg->policy;
 	uint64_t iv = atomic_load(&e->interval), want;
-	if (err) {
-		atomic_store(&e->succ, 0);
-		do
-			want = bs_responsive_up(p, iv, bs_policy_unit(bs_random()));
-		while (!atomic_compare_exchange_weak(&e->interval, &iv, want));
-		atomic_fetch_add(&e->n_up, 1);
-		atomic_store(&e->last_err, (uint32_t)err);
-		log_stats(e, addr, len, "went up", err);
-		return;
-	}
 	uint32_t th = p->down_threshold ? p->down_threshold : 1;
-	if ((atomic_fetch_add(&e->succ, 1) + 1) % th || !iv)
+	if (err)
+		atomic_store(&e->succ, 0);
+	else if ((atomic_fetch_add(&e->succ, 1) + 1) % th || !iv)
 		return;
 	do
-		want = bs_responsive_down(p, iv, bs_policy_unit(bs_random()));
+		want = (err ? bs_responsive_up : bs_responsive_down)(p, iv,
+								   bs_policy_unit(bs_random()));
 	while (!atomic_compare_exchange_weak(&e->interval, &iv, want));
-	atomic_fetch_add(&e->n_down, 1);
-	log_stats(e, addr, len, "went down", 0);
+	atomic_fetch_add(err ? &e->n_up : &e->n_down, 1);
+	if (err)
+		atomic_store(&e->last_err, (uint32_t)err);
+	log_stats(e, addr, len, err ? "went up" : "went down", err);
 }
 
 /* Sleep until `until` (a futex nobody wakes), counted in the entry's
