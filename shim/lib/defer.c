@@ -4,7 +4,6 @@
 #include "attempt.h"
 #include "clock.h"
 #include "custody.h"
-#include "log.h"
 #include "nonblock.h"
 #include "outcome.h"
 #include "park.h"

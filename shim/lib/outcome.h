@@ -13,16 +13,14 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-/* A destination's host key (its address with port 0), for resolution
- * records of lookups that named no service (resolv.h); 0 if unknown. */
-struct bs_dest;
-uint64_t bs_dest_host(const struct bs_dest *d);
-
 struct bs_dest {
 	uint64_t key;
 	const struct sockaddr *addr; /* for log lines; may be NULL */
 	socklen_t len;
 };
+/* A destination's host key (its address with port 0), for resolution
+ * records of lookups that named no service (resolv.h); 0 if unknown. */
+uint64_t bs_dest_host(const struct bs_dest *d);
 
 /* A failed attempt that started at t0 on state `seen`, to be followed by a
  * wait of `delay` (counted from t0). Logs the wait unless quiet. */
@@ -61,7 +59,6 @@ void bs_outcome_healthy(uint64_t key);
  *  started:      a connect is in flight (EINPROGRESS at t0): track fd
  *                (unless nonblocking = off); returns -EINPROGRESS, as
  *                connect() does;
- *  (connected, failed: bs_outcome_connected, bs_outcome_failed(_later) above);
  *  lived:        fd on probation is in use: if it lived healthy_after it is
  *                healthy, whatever ends it now (returns 1 then);
  *  first_byte:   the peer sent a byte: healthy (if fd still names d);
@@ -112,7 +109,6 @@ void bs_outcome_closed(int fd);
 void bs_outcome_sent(const struct bs_config *cfg, int fd);
 /* fd's destination, its address copied into *ss (key and address from one
  * consistent read; failing that, the key alone, addr NULL). */
-struct sockaddr_storage;
 struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss);
 /* The one give-up line of every mode and policy, in the README's format
  * ("connect ADDR:PORT: giving up after N attempts in T (REASON): ERROR"),

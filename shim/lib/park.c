@@ -7,9 +7,7 @@
 #include "attempt.h"
 #include "clock.h"
 #include "custody.h"
-#include "log.h"
 #include "policy.h"
-#include "real.h"
 #include "sock.h"
 
 #include <errno.h>

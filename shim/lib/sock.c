@@ -18,7 +18,6 @@
 #include <time.h>
 #include <signal.h>
 #include <stddef.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,13 +128,9 @@ uint64_t bs_sock_sndtimeo_ns(int fd)
 	return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000;
 }
 
-/* Abort a handshake left running by a timed-out connect, and read away the
- * ECONNRESET that the abort leaves pending. */
 void bs_sock_abort(int fd)
 {
-	struct sockaddr sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_family = AF_UNSPEC;
+	struct sockaddr sa = {.sa_family = AF_UNSPEC};
 	BS_SYS(SYS_connect, fd, &sa, sizeof sa);
 	bs_sock_take_error(fd);
 }
@@ -144,9 +139,8 @@ void bs_sock_abort(int fd)
  * the program set it: O_NONBLOCK is on only for the one connect() call,
  * with every signal blocked in this thread, so no handler (and no longjmp
  * out of one) can ever see the socket in a state the program did not
- * choose. The raw
- * syscall is no cancellation point, so a thread is never cancelled there;
- * the wait that follows is one. */
+ * choose. The raw syscall is no cancellation point, so a thread is never
+ * cancelled there; the wait that follows is one. */
 static int start_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	uint64_t all = ~0ull, old;
@@ -197,20 +191,18 @@ static enum bs_sock_outcome await_handshake(int fd, uint64_t cookie, uint64_t de
 			continue;
 		}
 		if (w > 0) {
-			int e = bs_sock_take_error(fd);
-			if (e < 0)
-				e = 0; /* as before: a failed read counts as no error */
-			if (e == 0 && bs_sock_has_peer(fd))
-				return BS_ATT_OK;
-			if (e == 0 && bs_now() < deadline)
-				continue; /* woken without an outcome yet */
-			if (e != 0) {
+			int e = bs_sock_take_error(fd); /* (a failed read: no error) */
+			if (e > 0) {
 				/* back to the unconnected state a failed blocking
 				 * connect() leaves, so the program may connect again */
 				bs_sock_abort(fd);
 				*err = e;
 				return BS_ATT_FAIL;
 			}
+			if (bs_sock_has_peer(fd))
+				return BS_ATT_OK;
+			if (bs_now() < deadline)
+				continue; /* woken without an outcome yet */
 		}
 		/* the deadline (or a wait that cannot be made: ENOMEM...) */
 		if (bs_sock_has_peer(fd))
