@@ -23,8 +23,6 @@ void bs_custody_start(void)
 	atomic_store(&owner_pid, pid_now());
 }
 
-/* The process that loads the library owns its fd table (a fork child
- * takes over its copy in park.c's atfork handler). */
 __attribute__((constructor)) static void owner_at_load(void)
 {
 	bs_custody_start();

@@ -127,28 +127,17 @@ uint64_t bs_defer_run(uint64_t now)
 	return parked ? next : BS_DEFER_NEVER;
 }
 
-/* The mode that applies to fd's destination, or -1 if unknown. */
-static int mode_of(int fd, const struct bs_config **cfgp)
-{
-	const struct bs_config *cfg = bs_active();
-	uint64_t key;
-	struct sockaddr_storage ss;
-	socklen_t len = 0;
-	if (!cfg || !bs_fd_read_dest(bs_fds(), fd, &key, &ss, &len) || !len)
-		return -1;
-	*cfgp = cfg;
-	return bs_nb_mode(bs_cfg_for(cfg, (const struct sockaddr *)&ss, len));
-}
-
 enum bs_screen bs_defer_screen(int fd)
 {
-	const struct bs_config *cfg;
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (!s || bs_fd_slot_state(s) != BS_FD_CONNECTING)
 		return BS_SCREEN_KEEP;
 	if (!bs_custody_here())
 		return BS_SCREEN_KEEP; /* a vfork child's look: the parent's socket */
-	int mode = mode_of(fd, &cfg);
+	const struct bs_config *cfg = bs_active();
+	struct sockaddr_storage ss;
+	struct bs_dest d = bs_fd_dest(fd, &ss);
+	int mode = cfg && d.addr ? bs_nb_mode(bs_cfg_for(cfg, d.addr, d.len)) : -1;
 	if (mode != BS_NB_DEFER && mode != BS_NB_RETRY)
 		return BS_SCREEN_KEEP; /* the program reads its error itself */
 	enum bs_custody c = bs_custody_check(fd);

@@ -74,7 +74,6 @@ static void record_failure(struct call *c, uint64_t seen, uint64_t t0,
 	bs_outcome_tell_step(c->e, c->told);
 }
 
-/* record_failure with the wait the policy gives after state s. */
 static void record_failure_after(struct call *c, uint64_t s, uint64_t t0, int err)
 {
 	record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
@@ -235,7 +234,6 @@ static uint64_t join_at(struct call *c, uint64_t s, uint64_t now, int probe_held
 			: at + c->cfg->policy.initial_backoff;
 }
 
-/* What the call reads of its destination for the attempt model. */
 static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)
 {
 	struct bs_attempt_view v;
@@ -265,7 +263,6 @@ static void tell_wait(struct call *c, uint64_t s, const struct bs_attempt_view *
 	c->told = f;
 }
 
-/* One verdict of the attempt model, carried out. */
 static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
 		     const struct bs_attempt_view *v, uint64_t now)
 {
@@ -327,22 +324,6 @@ static int first_failed(struct call *c, uint64_t t0, int err)
 	return -err;
 }
 
-/* The fast path: the program's own connect, its start in *t0 and, when it
- * failed, its error in *err. AGAIN as first_failed. */
-static int first_attempt(struct call *c, uint64_t *t0, int *err)
-{
-	*t0 = bs_now();
-	int r = (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
-	if (r == 0) {
-		bs_outcome_connected(&c->dest, c->fd, *t0);
-		if (bs_log_enabled(BS_LOG_DEBUG))
-			bs_outcome_log_passed(c->dest.addr, c->dest.len, "connected at once", 0);
-		return 0;
-	}
-	*err = -r;
-	return first_failed(c, *t0, *err);
-}
-
 /* A blocking stream socket whose first attempt failed with err (t0 its
  * start), or that found its destination (state s) in backoff (err 0). */
 static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
@@ -389,9 +370,18 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	int err = 0;
 
 	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len))) {
-		/* (a connect to one of its own listening ports always goes) */
-		int r = first_attempt(&c, &t0, &err);
-		if (r != AGAIN)
+		/* the program's own connect (a connect to one of its own
+		 * listening ports always goes) */
+		t0 = bs_now();
+		int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+		if (r == 0) {
+			bs_outcome_connected(&c.dest, fd, t0);
+			if (bs_log_enabled(BS_LOG_DEBUG))
+				bs_outcome_log_passed(addr, len, "connected at once", 0);
+			return 0;
+		}
+		err = -r;
+		if ((r = first_failed(&c, t0, err)) != AGAIN)
 			return r;
 	} else if (!bs_sock_is_blocking_stream(fd)) {
 		if (!bs_sock_is_stream(fd)) /* a UDP connect sends nothing: never paced */
@@ -401,11 +391,11 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	return backoff_connect(&c, s, t0, err);
 }
 
-/* (connect.c's fresh path: its destination had no entry before the attempt) */
+/* (connect.c's fresh path: as it saw the destination before its attempt,
+ * no entry, never failed) */
 int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 			   socklen_t len, uint64_t key, uint64_t t0, int err)
 {
-	/* as the caller saw it before its attempt: no entry, never failed */
 	struct call c;
 	c.cfg = cfg, c.fd = fd, c.dest = (struct bs_dest){key, addr, len}, c.e = NULL;
 	int r = first_failed(&c, t0, err);

@@ -200,17 +200,6 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	return err;
 }
 
-/* The policy allows no further attempt: the common give-up line. */
-static void give_up_policy(const struct bs_config *cfg, int fd, const struct bs_dest *d,
-			   uint64_t start, int err)
-{
-	struct bs_attempt a;
-	bs_attempt_init(&a, cfg, start, BS_BUDGET_NO_TIMEOUT);
-	bs_budget_count(&a.b, atomic_load(&bs_fd_slot(bs_fds(), fd)->steps) + 1);
-	bs_budget_stop(&a.b, BS_STOP_POLICY);
-	bs_outcome_give_up(d, &a.b, err);
-}
-
 /* What the program sees of an outcome that is not a retryable failure:
  * published, then the probe let go. */
 static int settled(const struct bs_config *cfg, int fd, const struct bs_dest *d, uint64_t t0,
@@ -256,8 +245,13 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 	int policy_done = bs_outcome_failed_later(cfg, d, t0, err,
 						  fallback ? 0 : bs_park_budget_end(cfg, fd));
 	bs_outcome_let_probe_go(d->key, probe);
-	if (policy_done && !fallback && d->addr)
-		give_up_policy(cfg, fd, d, start, err);
+	if (policy_done && !fallback && d->addr) {
+		struct bs_attempt a; /* the policy allows no further attempt */
+		bs_attempt_init(&a, cfg, start, BS_BUDGET_NO_TIMEOUT);
+		bs_budget_count(&a.b, atomic_load(&bs_fd_slot(bs_fds(), fd)->steps) + 1);
+		bs_budget_stop(&a.b, BS_STOP_POLICY);
+		bs_outcome_give_up(d, &a.b, err);
+	}
 	if (policy_done || fallback || !d->addr) {
 		bs_outcome_forget(fd);
 		return err;

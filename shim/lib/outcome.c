@@ -357,9 +357,7 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 	struct sockaddr_storage ss;
 	struct bs_dest d;
 	if (!bs_sock_is_stream(fd)) {
-		/* a datagram's error is the program's alone: returned as is,
-		 * never waited on, never recorded for the destination */
-		bs_fd_clear(bs_fds(), fd);
+		bs_fd_clear(bs_fds(), fd); /* a datagram's error (outcome.h) */
 	} else if (bs_sock_peer_is(fd, (d = bs_fd_dest(fd, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);

@@ -95,10 +95,9 @@ static int key_into(uint64_t keys[BS_ROLE_KEYS], int n, const void *addr, sockle
 	return n;
 }
 
-/* The address fd listens on is up: this process serves it. A connect of
- * its own to it (a test suite that connects to its own listener) gets no
- * made-up refusal from an earlier failure of that destination. A wildcard
- * address is reached through loopback. */
+/* A connect of its own to the address fd listens on (a test suite that
+ * connects to its own listener) gets no made-up refusal from an earlier
+ * failure of that destination. */
 int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 {
 	struct sockaddr_storage ss;

@@ -135,12 +135,9 @@ void bs_sock_abort(int fd)
 	bs_sock_take_error(fd);
 }
 
-/* Start a connect without blocking (0 or -errno), leaving the socket as
- * the program set it: O_NONBLOCK is on only for the one connect() call,
- * with every signal blocked in this thread, so no handler (and no longjmp
- * out of one) can ever see the socket in a state the program did not
- * choose. The raw syscall is no cancellation point, so a thread is never
- * cancelled there; the wait that follows is one. */
+/* Start a connect without blocking (0 or -errno), O_NONBLOCK and the
+ * signal mask as sock.h says. The raw syscall is no cancellation point, so
+ * a thread is never cancelled there; the wait that follows is one. */
 static int start_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	uint64_t all = ~0ull, old;

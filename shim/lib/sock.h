@@ -33,7 +33,6 @@
 /* The queries below are the only ones the shim makes of a socket. Each
  * leaves errno as it found it and returns its answer. */
 
-/* 1 if fd is a SOCK_STREAM socket. */
 int bs_sock_is_stream(int fd);
 /* getsockopt(SO_ERROR): the pending error, which the kernel clears by this
  * very read (so call it exactly where the error is to be taken); 0 if none;
@@ -51,14 +50,11 @@ int bs_sock_has_flag(int fd, int flag);
 /* Has fd's connect failed (an error pending, as poll sees it: POLLERR)?
  * The error is not read. */
 int bs_sock_has_failed(int fd);
-/* 1 if fd is a listening socket (SO_ACCEPTCONN). */
-int bs_sock_is_listening(int fd);
-/* Does fd name an open descriptor (of any kind)? */
-int bs_sock_is_open(int fd);
+int bs_sock_is_listening(int fd); /* (SO_ACCEPTCONN) */
+int bs_sock_is_open(int fd);      /* (a descriptor of any kind) */
 /* epoll_ctl(epfd, op, fd) with these events and data, as a raw syscall:
  * 0 or -errno. */
 int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
-/* 1 if fd is a blocking SOCK_STREAM socket. */
 int bs_sock_is_blocking_stream(int fd);
 
 /* The program's SO_SNDTIMEO (read, never changed) in ns, as a budget takes
@@ -98,7 +94,6 @@ int bs_sock_peer_took_all(int fd);
 uint64_t bs_sock_cookie(int fd);
 
 uint32_t bs_gettid(void);
-/* Is thread tid of this process still alive? */
-int bs_thread_alive(uint32_t tid);
+int bs_thread_alive(uint32_t tid); /* (of this process) */
 
 #endif
