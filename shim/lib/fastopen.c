@@ -1,8 +1,7 @@
-/* sendto(MSG_FASTOPEN): a connect and a send in one call (TCP Fast Open).
- * Paced as a connect() to the destination would be: a blocking socket
- * waits until the destination is due; a non-blocking one never waits and
- * fails at once inside the backoff window (it cannot be parked: its data
- * is part of the call), unless its mode is off. */
+/* fastopen: see fastopen.h. A blocking socket waits until the destination
+ * is due; a non-blocking one never waits and fails at once inside the
+ * backoff window (it cannot be parked: its data is part of the call),
+ * unless its mode is off. */
 #include "fastopen.h"
 
 #include "addr.h"

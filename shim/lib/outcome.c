@@ -206,14 +206,6 @@ void bs_outcome_probe_failed(const struct bs_dest *d, int err)
 	atomic_store(&e->last_used, bs_now());
 }
 
-/* The connection on fd, which connected, was lost (closed early, a send
- * error): one failed step, unless it folds into a later outcome. */
-static void lost(const struct bs_config *cfg, int fd, const struct bs_dest *d, int err)
-{
-	uint64_t since = bs_fd_since_ns(fd);
-	failed_from(cfg, d, since, bs_now(), err, UINT64_MAX);
-}
-
 void bs_outcome_connected(const struct bs_dest *d, int fd, uint64_t t0)
 {
 	/* (Resolution records only need failures: an untried, in-flight or
@@ -258,8 +250,6 @@ void bs_outcome_healthy(uint64_t key)
 	if (e && bs_entry_ok(e))
 		bs_publish(e);
 }
-
-/* ---- events on a tracked fd ---- */
 
 int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		       socklen_t len, uint64_t key, uint64_t t0)
@@ -347,7 +337,7 @@ void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct b
 		proved_healthy(fd, d->key); /* an upload the peer took in full */
 	} else {
 		/* closed or reset before a single byte: a failed attempt */
-		lost(cfg, fd, d, err ? err : ECONNRESET);
+		failed_from(cfg, d, bs_fd_since_ns(fd), bs_now(), err ? err : ECONNRESET, UINT64_MAX);
 		bs_fd_clear(bs_fds(), fd);
 	}
 }
@@ -361,7 +351,7 @@ void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err)
 	} else if (bs_sock_peer_is(fd, (d = bs_fd_dest(fd, &ss)).key)) {
 		if (d.addr)
 			cfg = bs_cfg_for(cfg, d.addr, d.len);
-		lost(cfg, fd, &d, err);
+		failed_from(cfg, &d, bs_fd_since_ns(fd), bs_now(), err, UINT64_MAX);
 		bs_fd_clear(bs_fds(), fd);
 	}
 }

@@ -282,7 +282,6 @@ static void after_fork_in_child(void)
 			bs_fd_clear(t, (int)fd);
 }
 
-/* The fork hooks are park's own: registered when the library loads. */
 __attribute__((constructor)) static void park_fork_hooks(void)
 {
 	pthread_atfork(before_fork, NULL, after_fork_in_child);

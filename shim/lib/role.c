@@ -105,12 +105,11 @@ int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 	int n = 0;
 	if (BS_SYS(SYS_getsockname, fd, &ss, &len) != 0 || len > sizeof ss)
 		return 0;
-	if (ss.ss_family == AF_UNIX)
-		n = key_into(keys, n, &ss, len);
+	if (ss.ss_family == AF_UNIX || ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
+		n = key_into(keys, n, &ss, len); /* its own address */
 	if (ss.ss_family == AF_INET) {
 		struct sockaddr_in in;
 		memcpy(&in, &ss, sizeof in);
-		n = key_into(keys, n, &in, sizeof in);
 		if (in.sin_addr.s_addr == htonl(INADDR_ANY)) {
 			in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 			n = key_into(keys, n, &in, sizeof in);
@@ -119,7 +118,6 @@ int bs_role_listening(int fd, uint64_t keys[BS_ROLE_KEYS])
 	} else if (ss.ss_family == AF_INET6) {
 		struct sockaddr_in6 in6;
 		memcpy(&in6, &ss, sizeof in6);
-		n = key_into(keys, n, &in6, sizeof in6);
 		if (IN6_IS_ADDR_UNSPECIFIED(&in6.sin6_addr)) {
 			struct sockaddr_in in = {.sin_family = AF_INET,
 						 .sin_port = in6.sin6_port,

@@ -40,11 +40,18 @@ static int cookie_of(int fd, uint64_t *cookie)
 	return 0;
 }
 
+/* An int option of fd at SOL_SOCKET, or -errno. */
+static int sol_int(int fd, int opt)
+{
+	int v = 0;
+	socklen_t l = sizeof v;
+	int r = sys_getsockopt(fd, SOL_SOCKET, opt, &v, &l);
+	return r ? r : v;
+}
+
 int bs_sock_is_stream(int fd)
 {
-	int type = 0;
-	socklen_t l = sizeof type;
-	return sys_getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_STREAM;
+	return sol_int(fd, SO_TYPE) == SOCK_STREAM;
 }
 
 /* fcntl(F_GETFL): the flags, or -errno. */
@@ -73,9 +80,7 @@ int bs_sock_is_open(int fd)
 
 int bs_sock_is_listening(int fd)
 {
-	int v = 0;
-	socklen_t l = sizeof v;
-	return sys_getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &l) == 0 && v;
+	return sol_int(fd, SO_ACCEPTCONN) > 0;
 }
 
 int bs_sock_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data)
@@ -94,10 +99,7 @@ int bs_sock_is_blocking_stream(int fd)
 
 int bs_sock_take_error(int fd)
 {
-	int e = 0;
-	socklen_t l = sizeof e;
-	int r = sys_getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l);
-	return r ? r : e;
+	return sol_int(fd, SO_ERROR);
 }
 
 int bs_sock_has_peer(int fd)
@@ -264,7 +266,6 @@ int bs_sock_peer_took_all(int fd)
 	if (l < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof ti.tcpi_bytes_acked ||
 	    BS_SYS(SYS_ioctl, fd, SIOCOUTQ, &unsent))
 		return 0;
-	/* bytes_acked counts the SYN as 1: more means data of ours was acked */
 	return ti.tcpi_bytes_acked > 1 && unsent == 0 && !bs_sock_has_failed(fd);
 }
 

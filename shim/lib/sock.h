@@ -77,13 +77,13 @@ void bs_sock_abort(int fd);
 
 /* At EOF before the peer sent a byte: did it take everything we sent?
  * For TCP, true when TCP_INFO's tcpi_bytes_acked > 1 (the SYN counts 1),
- * SIOCOUTQ is 0 and no error (a reset) is pending, as
- * poll() sees it: SO_ERROR would take the error from the program. Then the
- * exchange was an upload that the server completed (graphite, syslog,
- * nc -N), not a failed connection. Asked of the kernel, not of what the
- * wrappers saw written: stdio through fdopen() bypasses them, and a server
- * that closes at once may FIN before our data reaches it. Another stream
- * (AF_UNIX) cannot tell: its orderly close counts as an upload taken. */
+ * SIOCOUTQ is 0 and no error (a reset) is pending, as poll() sees it:
+ * SO_ERROR would take the error from the program. Then the exchange was an
+ * upload that the server completed (graphite, syslog, nc -N), not a failed
+ * connection. Asked of the kernel, not of what the wrappers saw written:
+ * stdio through fdopen() bypasses them, and a server that closes at once
+ * may FIN before our data reaches it. Another stream (AF_UNIX) cannot
+ * tell: its orderly close counts as an upload taken. */
 int bs_sock_peer_took_all(int fd);
 
 /* Which socket an fd names: its SO_COOKIE, a 64-bit number the kernel
