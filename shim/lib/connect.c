@@ -72,16 +72,11 @@ static int connect_slow(int fd, const struct sockaddr *addr, socklen_t len)
 			return -err;
 		st = BS_FD_NONE;
 	}
-	switch (bs_addr_kind(addr, len)) {
-	case BS_ADDR_INET:
-		break;
-	case BS_ADDR_UNIX:
-		if (cfg->unix_sockets)
-			break;
+	enum bs_addr_kind kind = bs_addr_kind(addr, len);
+	if (kind == BS_ADDR_UNIX && !cfg->unix_sockets)
 		return pass(fd, addr, len, "unix sockets are off");
-	default:
+	if (kind == BS_ADDR_OTHER)
 		return pass(fd, addr, len, "not an internet address");
-	}
 	cfg = bs_cfg_for(cfg, addr, len);
 	if (cfg->policy.kind == BS_POLICY_OFF)
 		return pass(fd, addr, len, "policy off");

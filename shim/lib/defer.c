@@ -68,7 +68,7 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	if (!e)
 		return reconnected(cfg, fd, now); /* nothing known of it now */
 	struct bs_attempt a;
-	struct bs_decision v = bs_park_judge(cfg, fd, e, now, &a);
+	struct bs_decision v = bs_park_judge(cfg, s, e, now, 0, &a);
 	if (v.reset) /* the operator said the server is back */
 		bs_outcome_log_reset(d.addr, d.len);
 	switch (v.verdict) {
@@ -137,8 +137,7 @@ enum bs_screen bs_defer_screen(int fd)
 	const struct bs_config *cfg = bs_active();
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
-	int mode = cfg && d.addr ? bs_nb_mode(bs_cfg_for(cfg, d.addr, d.len)) : -1;
-	if (mode != BS_NB_DEFER && mode != BS_NB_RETRY)
+	if (!cfg || !d.addr || !bs_nb_parks(bs_cfg_for(cfg, d.addr, d.len)))
 		return BS_SCREEN_KEEP; /* the program reads its error itself */
 	enum bs_custody c = bs_custody_check(fd);
 	if (c != BS_CUSTODY_HELD) {

@@ -189,12 +189,10 @@ static int nb_retry(const struct bs_config *cfg, int fd, const struct bs_dest *d
 		;
 	if (err == 0)
 		return 0;
-	if (a.b.stop == BS_STOP_SIGNAL) {
-		/* the readiness call fails with EINTR, as it would without the
-		 * shim; the socket stays "connecting" (in flight, or parked) */
-		if (err == EINTR || bs_park(cfg, fd, err))
-			return BS_NB_EINTR;
-	}
+	/* a signal: the readiness call fails with EINTR, as it would without
+	 * the shim; the socket stays "connecting" (in flight, or parked) */
+	if (a.b.stop == BS_STOP_SIGNAL && (err == EINTR || bs_park(cfg, fd, err)))
+		return BS_NB_EINTR;
 	bs_outcome_forget(fd);
 	bs_outcome_give_up(d, &a.b, err);
 	return err;
@@ -228,9 +226,8 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		bs_outcome_probe_failed(d, err); /* the window's step already counts it */
 		return settled(cfg, fd, d, t0, err, probe);
 	}
-	int mode = bs_nb_mode(cfg);
-	enum bs_custody held = mode == BS_NB_DEFER || mode == BS_NB_RETRY ? bs_custody_check(fd)
-									   : BS_CUSTODY_HELD;
+	int parks = bs_nb_parks(cfg);
+	enum bs_custody held = parks ? bs_custody_check(fd) : BS_CUSTODY_HELD;
 	if (held != BS_CUSTODY_HELD) {
 		/* not the socket whose connect this slot recorded (the number
 		 * was reused behind the wrappers), or not this process's: its
@@ -256,14 +253,13 @@ static int failed(const struct bs_config *cfg, int fd, struct bs_dest *d, uint64
 		bs_outcome_forget(fd);
 		return err;
 	}
-	if (mode == BS_NB_RETRY && may_wait)
+	if (bs_nb_mode(cfg) == BS_NB_RETRY && may_wait)
 		return nb_retry(cfg, fd, d, start, err);
 	/* retry mode waits only where the program could block itself;
 	 * elsewhere (getsockopt, send, recv...) it parks, as defer does,
 	 * unless the program may have learned of the failure where the shim
 	 * screens nothing (custody.h) */
-	if ((mode == BS_NB_DEFER || mode == BS_NB_RETRY) &&
-	    (may_wait || bs_custody_may_hide_unscreened()) && bs_park(cfg, fd, err))
+	if (parks && (may_wait || bs_custody_may_hide_unscreened()) && bs_park(cfg, fd, err))
 		return BS_NB_PARKED_NOW;
 	bs_outcome_forget(fd);
 	return err;

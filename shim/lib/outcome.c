@@ -263,7 +263,7 @@ int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockadd
 		/* custody from the start in the modes that may hide its failure:
 		 * the socket, not whatever takes the number later, is the one
 		 * that may be parked */
-		if (mode == BS_NB_DEFER || mode == BS_NB_RETRY)
+		if (bs_nb_parks(cfg))
 			bs_custody_take(fd);
 	}
 	return -EINPROGRESS;

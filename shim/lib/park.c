@@ -43,12 +43,8 @@ static void attempt_store(struct bs_fdslot *s, const struct bs_attempt *a)
 	atomic_store(&s->last_err, (uint32_t)a->last_err);
 }
 
-/* The attempt model's verdict for the connect parked (or to be parked) in
- * s, whose destination is e, at now; own_err: its own attempt just failed
- * with it (0: it did not). */
-static struct bs_decision judge(const struct bs_config *cfg, struct bs_fdslot *s,
-				struct bs_entry *e, uint64_t now, int own_err,
-				struct bs_attempt *a)
+struct bs_decision bs_park_judge(const struct bs_config *cfg, struct bs_fdslot *s,
+				 struct bs_entry *e, uint64_t now, int own_err, struct bs_attempt *a)
 {
 	attempt_load(cfg, s, a);
 	if (own_err)
@@ -66,24 +62,10 @@ static struct bs_decision judge(const struct bs_config *cfg, struct bs_fdslot *s
 	return d;
 }
 
-struct bs_decision bs_park_judge(const struct bs_config *cfg, int fd, struct bs_entry *e,
-				 uint64_t now, struct bs_attempt *a)
-{
-	return judge(cfg, slot(fd), e, now, 0, a);
-}
-
-/* defer parks; so does retry, wherever it may not wait */
-static int parks(const struct bs_config *cfg)
-{
-	int mode = bs_nb_mode(cfg);
-	return mode == BS_NB_DEFER || mode == BS_NB_RETRY;
-}
-
 static int can_hide(int fd, struct bs_fdslot *s)
 {
-	if (atomic_load(&s->flags) & BS_FDF_NO_PARK)
-		return 0;
-	if (!atomic_load(&s->addrlen)) /* no address kept: it could not reconnect */
+	/* (no address kept: it could not reconnect) */
+	if ((atomic_load(&s->flags) & BS_FDF_NO_PARK) || !atomic_load(&s->addrlen))
 		return 0;
 	if (bs_sock_has_flag(fd, O_ASYNC)) { /* its signals would tell */
 		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
@@ -131,14 +113,14 @@ static void log_give_up(int fd, const struct bs_budget *b, int err)
 uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd)
 {
 	struct bs_fdslot *s = slot(fd);
-	if (!s || !parks(cfg) || !can_hide(fd, s))
+	if (!s || !bs_nb_parks(cfg) || !can_hide(fd, s))
 		return UINT64_MAX; /* not parked: no give-up line follows */
 	struct bs_attempt a; /* as bs_park will judge it, this failure counted */
 	attempt_load(cfg, s, &a);
 	return bs_budget_last(&a.b, 0) ? 0 : bs_budget_end(&a.b);
 }
 
-/* Parked: the slot says so; `since` keeps what judge() stored in it. */
+/* Parked: the slot says so; `since` keeps what bs_park_judge stored in it. */
 static int set_parked(struct bs_fdslot *s, int fd)
 {
 	return bs_fd_set(bs_fds(), fd, BS_FD_PARKED, atomic_load(&s->since));
@@ -147,7 +129,7 @@ static int set_parked(struct bs_fdslot *s, int fd)
 int bs_park(const struct bs_config *cfg, int fd, int err)
 {
 	struct bs_fdslot *s = slot(fd);
-	if (!s || !parks(cfg) || !can_hide(fd, s))
+	if (!s || !bs_nb_parks(cfg) || !can_hide(fd, s))
 		return 0;
 	uint64_t key = atomic_load(&s->key), now = bs_now();
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
@@ -155,7 +137,7 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 		return 0; /* untracked destination (table full) */
 	struct bs_attempt a;
 	atomic_store(&s->resets, atomic_load(&e->resets)); /* resets before it: not its */
-	if (judge(cfg, s, e, now, err, &a).verdict == BS_END) {
+	if (bs_park_judge(cfg, s, e, now, err, &a).verdict == BS_END) {
 		log_give_up(fd, &a.b, err);
 		return 0;
 	}
@@ -174,7 +156,7 @@ int bs_park(const struct bs_config *cfg, int fd, int err)
 int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 {
 	struct bs_fdslot *s = slot(fd);
-	if (!s || !parks(cfg) || atomic_load(&s->state) != BS_FD_CONNECTING || !can_hide(fd, s))
+	if (!s || !bs_nb_parks(cfg) || atomic_load(&s->state) != BS_FD_CONNECTING || !can_hide(fd, s))
 		return 0;
 	struct bs_entry *e = bs_table_find(bs_tab(), atomic_load(&s->key));
 	struct bs_attempt a;
@@ -184,7 +166,7 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err)
 	atomic_store(&s->last_err, (uint32_t)err);
 	/* (parked before the program has looked at all: in a process with an
 	 * io_uring, it may look there) */
-	if (judge(cfg, s, e, bs_now(), 0, &a).verdict == BS_END ||
+	if (bs_park_judge(cfg, s, e, bs_now(), 0, &a).verdict == BS_END ||
 	    bs_custody_check(fd) != BS_CUSTODY_HELD || !bs_custody_may_hide_unscreened() ||
 	    !leave_epoll_set(fd, s))
 		return 0;

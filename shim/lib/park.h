@@ -66,11 +66,13 @@ int bs_park_waiting(const struct bs_config *cfg, int fd, int err);
  * owed to the program, and it is back in its epoll set. */
 void bs_park_end(int fd);
 
-/* The attempt model's verdict (attempt.h) for fd, parked, whose
- * destination is e, at now; the attempt as its slot keeps it in *a. */
+/* The attempt model's verdict (attempt.h) for the connect parked (or to
+ * be parked) in slot s, whose destination is e, at now; own_err: its own
+ * attempt just failed with it (0: it did not). The attempt as the slot
+ * keeps it is in *a. */
 struct bs_attempt;
-struct bs_decision bs_park_judge(const struct bs_config *cfg, int fd, struct bs_entry *e,
-				 uint64_t now, struct bs_attempt *a);
+struct bs_decision bs_park_judge(const struct bs_config *cfg, struct bs_fdslot *s,
+				 struct bs_entry *e, uint64_t now, int own_err, struct bs_attempt *a);
 /* Its budget is spent: the program sees its last real error (owed), and
  * the give-up line says why (b). Returns its state now (BS_FD_FAILED). */
 struct bs_budget;

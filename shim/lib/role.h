@@ -39,5 +39,11 @@ static inline int bs_nb_mode(const struct bs_config *cfg)
 	return atomic_load_explicit(&bs_role_server_g, memory_order_relaxed) ? BS_NB_PACE
 									       : BS_NB_DEFER;
 }
+/* Does cfg's mode park (park.h)? defer does; so does retry, wherever it
+ * may not wait. */
+static inline int bs_nb_parks(const struct bs_config *cfg)
+{
+	return bs_nb_mode(cfg) == BS_NB_DEFER || bs_nb_mode(cfg) == BS_NB_RETRY;
+}
 
 #endif
