@@ -206,8 +206,12 @@ static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint
 		if (p && bs_probe_stale_at(p) > now)
 			return wait_step(c, s, now + SHARED_RECHECK);
 	}
-	if (!bs_probe_take(c->e, p, mine) || atomic_load(&c->e->state) != s) {
-		release_probe(c, bs_probe_make(0, 0));
+	if (!bs_probe_take(c->e, p, mine)) {
+		release_probe(c, bs_probe_make(0, 0)); /* (the lock alone) */
+		return AGAIN;
+	}
+	if (atomic_load(&c->e->state) != s) { /* an outcome came first */
+		release_probe(c, mine);
 		return AGAIN;
 	}
 	return probe(c, s, now, mine, delay);
