@@ -13,43 +13,46 @@
 #define MAX_FILE (1u << 20)
 #define MAX_LINE (INI_MAX_LINE - 1)
 
-/* K_MULT: a number from 1 to 100; K_FRACTION: one from 0 to 1. */
-enum kind { K_DUR_POS, K_DUR, K_MULT, K_FRACTION, K_UINT32, K_SEED, K_ERRS, K_BOOL, K_LEVEL, K_PATH, K_NBMODE, K_POLICY, K_JMODE, K_DELAYS, K_SHARED, K_LOGFMT };
+/* K_MULT: a number from 1 to 100; K_FRACTION: one from 0 to 1; K_WORD: one
+ * of names. */
+enum kind { K_DUR_POS, K_DUR, K_MULT, K_FRACTION, K_UINT32, K_SEED, K_ERRS, K_BOOL, K_WORD, K_PATH, K_DELAYS, K_SHARED };
 
 static const struct key {
 	const char *section, *name, *env;
 	enum kind kind;
 	size_t off;
+	const struct bs_names *names;
 } keys[] = {
-#define B(n, k, f) {"backoff", #n, "BACKOFFSHIM_" #f, k, offsetof(struct bs_config, n)}
-#define P(n, k, f) {"backoff", #n, "BACKOFFSHIM_" #f, k, offsetof(struct bs_config, policy.n)}
+#define K(sec, n, f, k, field, ...) {sec, #n, "BACKOFFSHIM_" #f, k, offsetof(struct bs_config, field), __VA_ARGS__}
+#define B(n, k, f, ...) K("backoff", n, f, k, n, __VA_ARGS__)
+#define P(n, k, f) K("backoff", n, f, k, policy.n, NULL)
 	P(initial_backoff, K_DUR_POS, INITIAL_BACKOFF),
 	P(multiplier, K_MULT, MULTIPLIER),
 	P(jitter, K_FRACTION, JITTER),
 	P(max_backoff, K_DUR_POS, MAX_BACKOFF),
 	P(min_connect_timeout, K_DUR_POS, MIN_CONNECT_TIMEOUT),
-	B(max_attempts, K_UINT32, MAX_ATTEMPTS),
-	B(max_elapsed, K_DUR, MAX_ELAPSED),
-	B(retry_on, K_ERRS, RETRY_ON),
-	{"backoff", "unix", "BACKOFFSHIM_UNIX", K_BOOL, offsetof(struct bs_config, unix_sockets)},
-	{"backoff", "policy", "BACKOFFSHIM_POLICY", K_POLICY, offsetof(struct bs_config, policy.kind)},
-	{"backoff", "jitter_mode", "BACKOFFSHIM_JITTER_MODE", K_JMODE,
-	 offsetof(struct bs_config, policy.jitter_mode)},
-	{"backoff", "delays", "BACKOFFSHIM_DELAYS", K_DELAYS, offsetof(struct bs_config, policy)},
+	B(max_attempts, K_UINT32, MAX_ATTEMPTS, NULL),
+	B(max_elapsed, K_DUR, MAX_ELAPSED, NULL),
+	B(retry_on, K_ERRS, RETRY_ON, NULL),
+	K("backoff", unix, UNIX, K_BOOL, unix_sockets, NULL),
+	K("backoff", policy, POLICY, K_WORD, policy.kind, &bs_policy_names),
+	K("backoff", jitter_mode, JITTER_MODE, K_WORD, policy.jitter_mode, &bs_jmode_names),
+	K("backoff", delays, DELAYS, K_DELAYS, policy, NULL),
 	P(up_multiplier, K_MULT, UP_MULTIPLIER),
 	P(down_multiplier, K_FRACTION, DOWN_MULTIPLIER),
 	P(down_threshold, K_UINT32, DOWN_THRESHOLD),
 	P(randomization_factor, K_FRACTION, RANDOMIZATION_FACTOR),
 	P(max_randomization, K_DUR, MAX_RANDOMIZATION),
-	B(nonblocking, K_NBMODE, NONBLOCKING),
-	B(healthy_after, K_DUR, HEALTHY_AFTER),
-	B(seed, K_SEED, SEED),
-	B(disable, K_BOOL, DISABLE),
-	B(shared, K_SHARED, SHARED),
-	{"log", "level", "BACKOFFSHIM_LOG", K_LEVEL, offsetof(struct bs_config, log_level)},
-	{"log", "file", "BACKOFFSHIM_LOG_FILE", K_PATH, offsetof(struct bs_config, log_file)},
-	{"log", "time", "BACKOFFSHIM_LOG_TIME", K_BOOL, offsetof(struct bs_config, log_time)},
-	{"log", "format", "BACKOFFSHIM_LOG_FORMAT", K_LOGFMT, offsetof(struct bs_config, log_json)},
+	B(nonblocking, K_WORD, NONBLOCKING, &bs_nbmode_names),
+	B(healthy_after, K_DUR, HEALTHY_AFTER, NULL),
+	B(seed, K_SEED, SEED, NULL),
+	B(disable, K_BOOL, DISABLE, NULL),
+	B(shared, K_SHARED, SHARED, NULL),
+	K("log", level, LOG, K_WORD, log_level, &bs_level_names),
+	K("log", file, LOG_FILE, K_PATH, log_file, NULL),
+	K("log", time, LOG_TIME, K_BOOL, log_time, NULL),
+	K("log", format, LOG_FORMAT, K_WORD, log_json, &bs_logfmt_names),
+#undef K
 #undef B
 #undef P
 };
@@ -87,18 +90,12 @@ int bs_config_retries(const struct bs_config *c, int err)
 	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
 }
 
-static int fail(const char **why, const char *reason)
-{
-	*why = reason;
-	return -1;
-}
-
 static int apply_path(struct bs_config *c, char *field, const char *v, const char **why)
 {
 	if (!*v)
-		return fail(why, "empty path");
+		return *why = "empty path", -1;
 	if (strlen(v) >= sizeof c->log_file)
-		return fail(why, "path too long");
+		return *why = "path too long", -1;
 	strcpy(field, v);
 	return 0;
 }
@@ -116,7 +113,7 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		if (bs_parse_duration(v, &u, why))
 			return -1;
 		if (u == 0)
-			return fail(why, "must be greater than 0");
+			return *why = "must be greater than 0", -1;
 		*u64_field = u;
 		return 0;
 	case K_DUR:
@@ -126,9 +123,9 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		if (bs_parse_number(v, &d, why))
 			return -1;
 		if (k->kind == K_FRACTION && d > 1.0)
-			return fail(why, "must be between 0 and 1");
+			return *why = "must be between 0 and 1", -1;
 		if (k->kind == K_MULT && (d < 1.0 || d > 100.0))
-			return fail(why, "must be between 1 and 100");
+			return *why = "must be between 1 and 100", -1;
 		*(double *)(void *)field = d;
 		return 0;
 	case K_UINT32:
@@ -145,26 +142,18 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		return bs_parse_errlist(v, u64_field, why);
 	case K_BOOL:
 		return bs_parse_bool(v, int_field, why);
-	case K_LEVEL:
-		return bs_parse_level(v, int_field, why);
-	case K_NBMODE:
-		return bs_parse_nbmode(v, int_field, why);
-	case K_POLICY:
-		return bs_parse_policy(v, int_field, why);
-	case K_JMODE:
-		return bs_parse_jmode(v, int_field, why);
+	case K_WORD:
+		return bs_parse_word(v, k->names, int_field, why);
 	case K_DELAYS:
 		return bs_parse_delays(v, (struct bs_policy *)(void *)field, why);
 	case K_PATH:
 		return apply_path(c, field, v, why);
-	case K_LOGFMT:
-		return bs_parse_logfmt(v, int_field, why);
 	case K_SHARED:
 		if (strcmp(v, "user") && strcmp(v, "off") && v[0] != '/')
-			return fail(why, "expected user, off or an absolute path");
+			return *why = "expected user, off or an absolute path", -1;
 		return apply_path(c, field, v, why);
 	}
-	return fail(why, "internal error");
+	return *why = "internal error", -1;
 }
 
 /* Is section one of the INI file's own ([backoff], [log])? */
@@ -430,10 +419,4 @@ void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
 		bs_rule_env(c, dr, report, ctx);
 	bs_config_finish(c);
 	bs_config_check(c, path && *path ? path : "settings", report, ctx);
-}
-
-void bs_config_load(struct bs_config *c, bs_config_getenv_fn get, bs_config_read_fn read_file,
-		    bs_config_report_fn report, void *ctx)
-{
-	bs_config_load_rules(c, NULL, get, read_file, report, ctx);
 }

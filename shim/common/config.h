@@ -132,12 +132,9 @@ int bs_config_load_file(struct bs_config *c, const char *path, bs_config_read_fn
 void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 			bs_config_report_fn report, void *ctx);
 
-/* Everything, in precedence order: defaults, file, environment. */
-void bs_config_load(struct bs_config *c, bs_config_getenv_fn get, bs_config_read_fn read_file,
-		    bs_config_report_fn report, void *ctx);
-
-/* The same, also reading [dest ...] sections and BACKOFFSHIM_DEST_RULES
- * into `rules` (which c then points at). */
+/* Everything, in precedence order: defaults, file, environment; also
+ * [dest ...] sections and BACKOFFSHIM_DEST_RULES into `rules` (which c
+ * then points at; NULL: such sections are reported as not read here). */
 void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
 			  bs_config_getenv_fn get, bs_config_read_fn read_file,
 			  bs_config_report_fn report, void *ctx);
@@ -155,6 +152,7 @@ void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 struct bs_names {
 	const char *const *name;
 	int n;
+	const char *expected; /* the problem when a value is none of them */
 };
 extern const struct bs_names bs_level_names;  /* enum bs_level */
 extern const struct bs_names bs_policy_names; /* enum bs_policy_kind */
@@ -170,13 +168,8 @@ int bs_parse_number(const char *s, double *out, const char **why);
 int bs_parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
 int bs_parse_bool(const char *s, int *out, const char **why);
 int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **why);
-/* One word each; *out is the enum value (enum bs_level, bs_nb_mode,
- * bs_policy_kind, bs_jitter_mode). */
-int bs_parse_level(const char *s, int *out, const char **why);
-int bs_parse_nbmode(const char *s, int *out, const char **why);
-int bs_parse_logfmt(const char *s, int *out, const char **why);
-int bs_parse_policy(const char *s, int *out, const char **why);
-int bs_parse_jmode(const char *s, int *out, const char **why);
+/* One word of t (case-insensitive); *out is its index, the enum value. */
+int bs_parse_word(const char *s, const struct bs_names *t, int *out, const char **why);
 /* "0, 10ms, 3s": at most BS_DELAYS_MAX durations into p->delays. */
 int bs_parse_delays(const char *s, struct bs_policy *p, const char **why);
 

@@ -9,12 +9,6 @@
 
 #define MAX_DURATION (30ull * 24 * 3600 * BS_NS_PER_SEC) /* 30 days */
 
-static int fail(const char **why, const char *reason)
-{
-	*why = reason;
-	return -1;
-}
-
 static const char *skip_ws(const char *s)
 {
 	while (*s == ' ' || *s == '\t')
@@ -38,12 +32,12 @@ static int parse_fixed9(const char *s, uint64_t *ipart, uint64_t *frac9,
 	int nd = 0, nf = 0;
 	s = skip_ws(s);
 	if (*s == '-')
-		return fail(why, "must not be negative");
+		return *why = "must not be negative", -1;
 	if (*s == '+')
 		s++;
 	while (*s >= '0' && *s <= '9') {
 		if (ip >= 100000000000000000ull) /* keeps ip * 10 + 9 below 1e18 */
-			return fail(why, "too large");
+			return *why = "too large", -1;
 		ip = ip * 10 + (uint64_t)(*s++ - '0');
 		nd++;
 	}
@@ -59,7 +53,7 @@ static int parse_fixed9(const char *s, uint64_t *ipart, uint64_t *frac9,
 		}
 	}
 	if (nd == 0)
-		return fail(why, "not a number");
+		return *why = "not a number", -1;
 	for (int i = nf; i < 9; i++)
 		fp *= 10;
 	*ipart = ip;
@@ -116,18 +110,18 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 			if (strlen(units[i].unit) == ulen && strncmp(units[i].unit, end, ulen) == 0)
 				break;
 		if (i == BS_ARRAY_SIZE(units))
-			return fail(why, NAMING("unknown unit '", end, ulen,
-						"' (use ns, us, ms, s, m, h or d)"));
+			return *why = NAMING("unknown unit '", end, ulen,
+						"' (use ns, us, ms, s, m, h or d)"), -1;
 		mul = units[i].ns;
 	}
 	if (!only_ws(end + ulen))
-		return fail(why, "not a duration (e.g. 250ms, 1.5s, 2m)");
+		return *why = "not a duration (e.g. 250ms, 1.5s, 2m)", -1;
 	/* ip * mul + fp * mul / 1e9 ns; every mul divides or is a multiple of
 	 * 1e9. Bound before multiplying. */
 	uint64_t f = mul >= BS_NS_PER_SEC ? fp * (mul / BS_NS_PER_SEC)
 					  : fp / (BS_NS_PER_SEC / mul);
 	if (ip > MAX_DURATION / mul || ip * mul + f > MAX_DURATION)
-		return fail(why, "too large (at most 30 days)");
+		return *why = "too large (at most 30 days)", -1;
 	*ns = ip * mul + f;
 	return 0;
 }
@@ -139,7 +133,7 @@ int bs_parse_number(const char *s, double *out, const char **why)
 	if (parse_fixed9(s, &ip, &fp, &end, why))
 		return -1;
 	if (!only_ws(end))
-		return fail(why, "not a number");
+		return *why = "not a number", -1;
 	*out = (double)ip + (double)fp / 1e9;
 	return 0;
 }
@@ -150,16 +144,16 @@ int bs_parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why)
 	int nd = 0;
 	s = skip_ws(s);
 	if (*s == '-')
-		return fail(why, "must not be negative");
+		return *why = "must not be negative", -1;
 	while (*s >= '0' && *s <= '9') {
 		unsigned d = (unsigned)(*s++ - '0');
 		if (v > (max - d) / 10)
-			return fail(why, "too large");
+			return *why = "too large", -1;
 		v = v * 10 + d;
 		nd++;
 	}
 	if (nd == 0 || !only_ws(s))
-		return fail(why, "not a whole number");
+		return *why = "not a whole number", -1;
 	*out = v;
 	return 0;
 }
@@ -178,26 +172,29 @@ int bs_parse_errlist(const char *s, uint64_t set[BS_ERRSET_WORDS], const char **
 			n++;
 		int e = bs_errno_from_name(s, n);
 		if (e <= 0 || e >= 64 * BS_ERRSET_WORDS)
-			return fail(why, NAMING("unknown errno name '", s, n,
-						"' (use names like ECONNREFUSED)"));
+			return *why = NAMING("unknown errno name '", s, n,
+						"' (use names like ECONNREFUSED)"), -1;
 		tmp[e / 64] |= 1ull << (e % 64);
 		any = 1;
 		s += n;
 	}
 	if (!any)
-		return fail(why, "empty list");
+		return *why = "empty list", -1;
 	memcpy(set, tmp, sizeof tmp);
 	return 0;
 }
 
-#define NAMES(id, ...)                                                               \
+#define NAMES(id, expected, ...)                                                     \
 	static const char *const id##_words[] = {__VA_ARGS__};                       \
-	const struct bs_names id = {id##_words, (int)BS_ARRAY_SIZE(id##_words)}
-NAMES(bs_level_names, "off", "error", "info", "debug");
-NAMES(bs_policy_names, "grpc", "list", "exponential", "off", "responsive");
-NAMES(bs_jmode_names, "proportional", "full", "equal", "decorrelated");
-NAMES(bs_nbmode_names, "retry", "pace", "off", "defer", "auto");
-NAMES(bs_logfmt_names, "text", "json");
+	const struct bs_names id = {id##_words, (int)BS_ARRAY_SIZE(id##_words), expected}
+NAMES(bs_level_names, "not one of off, error, info, debug", "off", "error", "info", "debug");
+NAMES(bs_policy_names, "not one of grpc, list, exponential, responsive, off", "grpc", "list",
+      "exponential", "off", "responsive");
+NAMES(bs_jmode_names, "not one of proportional, full, equal, decorrelated", "proportional",
+      "full", "equal", "decorrelated");
+NAMES(bs_nbmode_names, "not one of auto, defer, pace, retry, off", "retry", "pace", "off",
+      "defer", "auto");
+NAMES(bs_logfmt_names, "not one of text, json", "text", "json");
 #undef NAMES
 
 const char *bs_name_of(const struct bs_names *t, int v)
@@ -205,10 +202,7 @@ const char *bs_name_of(const struct bs_names *t, int v)
 	return v >= 0 && v < t->n ? t->name[v] : "?";
 }
 
-/* One word out of t (case-insensitive); *out is its index. Else *why is
- * `expected`. */
-static int parse_word(const char *s, const struct bs_names *t, int *out, const char **why,
-		      const char *expected)
+int bs_parse_word(const char *s, const struct bs_names *t, int *out, const char **why)
 {
 	s = skip_ws(s);
 	size_t n = strcspn(s, " \t");
@@ -218,45 +212,19 @@ static int parse_word(const char *s, const struct bs_names *t, int *out, const c
 			return 0;
 		}
 	}
-	return fail(why, expected);
+	return *why = t->expected, -1;
 }
 
 int bs_parse_bool(const char *s, int *out, const char **why)
 {
 	static const char *const words[] = {"0", "off", "false", "no", "1", "on", "true", "yes"};
-	static const struct bs_names bools = {words, (int)BS_ARRAY_SIZE(words)};
+	static const struct bs_names bools = {words, (int)BS_ARRAY_SIZE(words),
+					      "not on/off (or true/false, yes/no, 1/0)"};
 	int i;
-	if (parse_word(s, &bools, &i, why, "not on/off (or true/false, yes/no, 1/0)"))
+	if (bs_parse_word(s, &bools, &i, why))
 		return -1;
 	*out = i >= 4;
 	return 0;
-}
-
-int bs_parse_level(const char *s, int *out, const char **why)
-{
-	return parse_word(s, &bs_level_names, out, why, "not one of off, error, info, debug");
-}
-
-int bs_parse_policy(const char *s, int *out, const char **why)
-{
-	return parse_word(s, &bs_policy_names, out, why,
-			  "not one of grpc, list, exponential, responsive, off");
-}
-
-int bs_parse_jmode(const char *s, int *out, const char **why)
-{
-	return parse_word(s, &bs_jmode_names, out, why,
-			  "not one of proportional, full, equal, decorrelated");
-}
-
-int bs_parse_nbmode(const char *s, int *out, const char **why)
-{
-	return parse_word(s, &bs_nbmode_names, out, why, "not one of auto, defer, pace, retry, off");
-}
-
-int bs_parse_logfmt(const char *s, int *out, const char **why)
-{
-	return parse_word(s, &bs_logfmt_names, out, why, "not one of text, json");
 }
 
 /* "0, 10ms, 100ms, 3s": up to BS_DELAYS_MAX durations, comma separated.
@@ -269,24 +237,24 @@ int bs_parse_delays(const char *s, struct bs_policy *p, const char **why)
 	while (*s) {
 		size_t len = strcspn(s, ",");
 		if (n == BS_DELAYS_MAX)
-			return fail(why, "more than 32 delays");
+			return *why = "more than 32 delays", -1;
 		if (len >= sizeof item)
-			return fail(why, "delay too long");
+			return *why = "delay too long", -1;
 		memcpy(item, s, len);
 		item[len] = '\0';
 		if (bs_parse_duration(item, &d[n], why)) {
 			const char *t = item + strspn(item, " \t");
 			char mid[120];
 			snprintf(mid, sizeof mid, "': %s", *why);
-			return fail(why, NAMING("delay '", t, strlen(t), mid));
+			return *why = NAMING("delay '", t, strlen(t), mid), -1;
 		}
 		n++;
 		s += len + (s[len] == ',');
 	}
 	if (!n)
-		return fail(why, "empty list");
+		return *why = "empty list", -1;
 	if (d[n - 1] == 0)
-		return fail(why, "the last delay repeats, so it cannot be 0");
+		return *why = "the last delay repeats, so it cannot be 0", -1;
 	memcpy(p->delays, d, n * sizeof d[0]);
 	p->ndelays = n;
 	return 0;

@@ -118,10 +118,10 @@ static void word(int which, const char *s)
 	int out = -5, r;
 	switch (which) {
 	case 0: r = bs_parse_bool(s, &out, &why); break;
-	case 1: r = bs_parse_level(s, &out, &why); break;
-	case 2: r = bs_parse_nbmode(s, &out, &why); break;
-	case 3: r = bs_parse_policy(s, &out, &why); break;
-	default: r = bs_parse_jmode(s, &out, &why); break;
+	case 1: r = bs_parse_word(s, &bs_level_names, &out, &why); break;
+	case 2: r = bs_parse_word(s, &bs_nbmode_names, &out, &why); break;
+	case 3: r = bs_parse_word(s, &bs_policy_names, &out, &why); break;
+	default: r = bs_parse_word(s, &bs_jmode_names, &out, &why); break;
 	}
 	if (r) {
 		fz_check_why(why);

@@ -1,5 +1,5 @@
 /* Unit tests for config files on disk (config.c): bs_config_load_file errors
- * (directory, missing, over 1 MiB) and success, and bs_config_load's
+ * (directory, missing, over 1 MiB) and success, and bs_config_load_rules'
  * precedence defaults < file < environment, with missing and unreadable
  * BACKOFFSHIM_CONFIG files; special files (a FIFO, a character device) are
  * never read (a FIFO would block) except /dev/null, which is quietly empty. */
@@ -51,7 +51,7 @@ static void test_precedence(void **state)
 	struct bs_config c;
 	memset(&c, 0x5a, sizeof c); /* load starts from defaults itself */
 	use_env(env);
-	bs_config_load(&c, fake_getenv, bs_read_file_libc, capture, &rs);
+	bs_config_load_rules(&c, NULL, fake_getenv, bs_read_file_libc, capture, &rs);
 	drop_temp(path);
 	assert_int_equal(rs.n, 0);
 	assert_int_equal(c.policy.initial_backoff, 2 * SEC); /* file */
@@ -72,7 +72,7 @@ static void test_missing_config_file(void **state)
 	struct reps rs = {0};
 	struct bs_config c;
 	use_env(env);
-	bs_config_load(&c, fake_getenv, bs_read_file_libc, capture, &rs);
+	bs_config_load_rules(&c, NULL, fake_getenv, bs_read_file_libc, capture, &rs);
 	assert_int_equal(rs.n, 1);
 	assert_string_equal(rs.r[0].origin, "/nonexistent/bs-test/none.ini");
 	assert_int_equal(rs.r[0].line, 0);
@@ -93,7 +93,7 @@ static void test_unreadable_config_file(void **state)
 	struct reps rs = {0};
 	struct bs_config c;
 	use_env(env);
-	bs_config_load(&c, fake_getenv, bs_read_file_libc, capture, &rs);
+	bs_config_load_rules(&c, NULL, fake_getenv, bs_read_file_libc, capture, &rs);
 	assert_int_equal(rmdir(dir), 0);
 	assert_int_equal(rs.n, 1);
 	assert_string_equal(rs.r[0].origin, dir);
@@ -180,7 +180,7 @@ static void test_special_files_are_not_read(void **state)
 	struct reps rs2 = {0};
 	struct bs_config c2;
 	use_env(env);
-	bs_config_load(&c2, fake_getenv, bs_read_file_libc, capture, &rs2);
+	bs_config_load_rules(&c2, NULL, fake_getenv, bs_read_file_libc, capture, &rs2);
 	alarm(0);
 	assert_int_equal(unlink(fifo), 0);
 	assert_int_equal(rmdir(dir), 0);

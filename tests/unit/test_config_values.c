@@ -193,20 +193,19 @@ static void test_name_tables(void **state)
 	(void)state;
 	static const struct {
 		const struct bs_names *t;
-		int (*parse)(const char *, int *, const char **);
 		int n;
 	} tabs[] = {
-		{&bs_level_names, bs_parse_level, 4},
-		{&bs_policy_names, bs_parse_policy, 5},
-		{&bs_jmode_names, bs_parse_jmode, 4},
-		{&bs_nbmode_names, bs_parse_nbmode, 5},
+		{&bs_level_names, 4},
+		{&bs_policy_names, 5},
+		{&bs_jmode_names, 4},
+		{&bs_nbmode_names, 5},
 	};
 	for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++) {
 		assert_int_equal(tabs[k].t->n, tabs[k].n);
 		for (int i = 0; i < tabs[k].t->n; i++) {
 			int out = -1;
 			const char *why = NULL;
-			assert_int_equal(tabs[k].parse(tabs[k].t->name[i], &out, &why), 0);
+			assert_int_equal(bs_parse_word(tabs[k].t->name[i], tabs[k].t, &out, &why), 0);
 			assert_int_equal(out, i);
 			assert_string_equal(bs_name_of(tabs[k].t, i), tabs[k].t->name[i]);
 		}
