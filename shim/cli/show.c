@@ -48,54 +48,32 @@ static void key_errs(FILE *f, const struct bs_config *c)
 	fputc('\n', f);
 }
 
-static void grpc_keys(FILE *f, const struct bs_policy *p)
+/* The keys the policy itself reads. */
+static void policy_keys(FILE *f, const struct bs_policy *p)
 {
+	int grpc = p->kind == BS_POLICY_GRPC, expo = p->kind == BS_POLICY_EXPONENTIAL;
+	if (p->kind == BS_POLICY_LIST)
+		key_delays(f, p);
+	if (p->kind == BS_POLICY_LIST || p->kind == BS_POLICY_OFF)
+		return;
 	key_dur(f, "initial_backoff", p->initial_backoff, "");
-	if (p->jitter_mode != BS_JITTER_DECORRELATED)
+	if (expo || (grpc && p->jitter_mode != BS_JITTER_DECORRELATED))
 		fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
-	if (p->jitter_mode == BS_JITTER_PROPORTIONAL)
+	if (grpc && p->jitter_mode == BS_JITTER_PROPORTIONAL)
 		fprintf(f, "  %-20s = %g\n", "jitter", p->jitter);
-	fprintf(f, "  %-20s = %s\n", "jitter_mode",
-		bs_name_of(&bs_jmode_names, p->jitter_mode));
-	key_dur(f, "max_backoff", p->max_backoff, "");
-}
-
-static void exponential_keys(FILE *f, const struct bs_policy *p)
-{
-	key_dur(f, "initial_backoff", p->initial_backoff, "");
-	fprintf(f, "  %-20s = %g\n", "multiplier", p->multiplier);
+	if (grpc)
+		fprintf(f, "  %-20s = %s\n", "jitter_mode",
+			bs_name_of(&bs_jmode_names, p->jitter_mode));
 	key_dur(f, "max_backoff", p->max_backoff,
-		" (a wait that would reach it ends the retries)");
-}
-
-static void responsive_keys(FILE *f, const struct bs_policy *p)
-{
-	key_dur(f, "initial_backoff", p->initial_backoff, "");
-	key_dur(f, "max_backoff", p->max_backoff, "");
+		expo ? " (a wait that would reach it ends the retries)" : "");
+	if (p->kind != BS_POLICY_RESPONSIVE)
+		return;
 	fprintf(f, "  %-20s = %g\n", "up_multiplier", p->up_multiplier);
 	fprintf(f, "  %-20s = %g\n", "down_multiplier", p->down_multiplier);
 	fprintf(f, "  %-20s = %u (consecutive successes per step down)\n",
 		"down_threshold", p->down_threshold);
 	fprintf(f, "  %-20s = %g\n", "randomization_factor", p->randomization_factor);
 	key_dur(f, "max_randomization", p->max_randomization, "");
-}
-
-static void policy_keys(FILE *f, const struct bs_policy *p)
-{
-	switch (p->kind) {
-	case BS_POLICY_GRPC:
-		grpc_keys(f, p);
-		break;
-	case BS_POLICY_LIST:
-		key_delays(f, p);
-		break;
-	case BS_POLICY_EXPONENTIAL:
-		exponential_keys(f, p);
-		break;
-	case BS_POLICY_RESPONSIVE:
-		responsive_keys(f, p);
-		break;
-	}
 }
 
 /* The keys that matter to every policy that retries. */

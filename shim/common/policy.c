@@ -175,59 +175,40 @@ static uint64_t range_ns(double v)
 	return !(v > 0.0) ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 }
 
-/* The list policy: the failures-th wait of the list (its last once past
- * the end), jittered x[0.5, 1.5]. */
-static void list_range(const struct bs_policy *p, uint32_t failures, uint64_t *lo,
-		       uint64_t *hi)
+static uint64_t capped(uint64_t v, uint64_t cap)
 {
-	const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
-	uint32_t n = p->ndelays ? p->ndelays : 10;
-	uint64_t d = l[failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1)];
-	*lo = d / 2;
-	*hi = d + d / 2;
+	return v < cap ? v : cap;
 }
 
-/* The responsive policy: prev is the current interval. */
-static void responsive_range(const struct bs_policy *p, uint64_t prev, uint64_t *lo,
-			     uint64_t *hi)
-{
-	double v = (double)prev * p->up_multiplier, r = v * p->randomization_factor;
-	if (r > (double)p->max_randomization)
-		r = (double)p->max_randomization;
-	*lo = prev ? range_ns(v - r) : p->initial_backoff;
-	*hi = prev ? range_ns(v + r) : p->initial_backoff;
-	*lo = bs_min_u64(*lo, p->max_backoff);
-	*hi = bs_min_u64(*hi, p->max_backoff);
-}
-
-static void decorrelated_range(const struct bs_policy *p, uint64_t prev, uint64_t *lo,
-			       uint64_t *hi)
-{
-	uint64_t base = p->initial_backoff, pv = prev > base ? prev : base;
-	uint64_t top = pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv;
-	*lo = bs_min_u64(base, p->max_backoff);
-	*hi = bs_min_u64(top, p->max_backoff);
-}
-
-/* gRPC's jitter: backoff b x[1 - jitter, 1 + jitter], none on the first. */
-static void proportional_range(const struct bs_policy *p, uint32_t failures, uint64_t b,
-			       uint64_t *lo, uint64_t *hi)
-{
-	double j = p->jitter > 1.0 ? 1.0 : p->jitter > 0.0 ? p->jitter : 0.0;
-	if (failures <= 1 || b == 0 || j == 0.0) {
-		*lo = *hi = b;
-		return;
-	}
-	*lo = range_ns((double)b * (1.0 - j));
-	*hi = range_ns((double)b * (1.0 + j));
-}
-
-/* The gRPC policy: its backoff after failures, jittered by jitter_mode. */
-static void jittered_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
-			   uint64_t *lo, uint64_t *hi)
+static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
+			    uint64_t *lo, uint64_t *hi)
 {
 	uint64_t b = bs_policy_backoff(p, failures);
-	switch (p->jitter_mode) {
+	switch (p->kind) {
+	case BS_POLICY_LIST: { /* the failures-th wait (the last once past the end) */
+		const uint64_t *l = p->ndelays ? p->delays : bs_default_delays;
+		uint32_t n = p->ndelays ? p->ndelays : 10;
+		uint64_t d = l[failures == 0 ? 0 : (failures - 1 < n ? failures - 1 : n - 1)];
+		*lo = d / 2;
+		*hi = d + d / 2;
+		return;
+	}
+	case BS_POLICY_EXPONENTIAL:
+		*lo = *hi = b;
+		return;
+	case BS_POLICY_OFF:
+		*lo = *hi = 0;
+		return;
+	case BS_POLICY_RESPONSIVE: { /* prev is the current interval */
+		double v = (double)prev * p->up_multiplier, r = v * p->randomization_factor;
+		if (r > (double)p->max_randomization)
+			r = (double)p->max_randomization;
+		*lo = capped(prev ? range_ns(v - r) : p->initial_backoff, p->max_backoff);
+		*hi = capped(prev ? range_ns(v + r) : p->initial_backoff, p->max_backoff);
+		return;
+	}
+	}
+	switch (p->jitter_mode) { /* the grpc policy */
 	case BS_JITTER_FULL:
 		*lo = 0;
 		*hi = b;
@@ -236,31 +217,20 @@ static void jittered_range(const struct bs_policy *p, uint32_t failures, uint64_
 		*lo = b / 2;
 		*hi = b;
 		return;
-	case BS_JITTER_DECORRELATED:
-		decorrelated_range(p, prev, lo, hi);
+	case BS_JITTER_DECORRELATED: {
+		uint64_t pv = prev > p->initial_backoff ? prev : p->initial_backoff;
+		*lo = capped(p->initial_backoff, p->max_backoff);
+		*hi = capped(pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv, p->max_backoff);
 		return;
 	}
-	proportional_range(p, failures, b, lo, hi);
-}
-
-static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
-			    uint64_t *lo, uint64_t *hi)
-{
-	switch (p->kind) {
-	case BS_POLICY_LIST:
-		list_range(p, failures, lo, hi);
-		return;
-	case BS_POLICY_EXPONENTIAL:
-		*lo = *hi = bs_policy_backoff(p, failures);
-		return;
-	case BS_POLICY_OFF:
-		*lo = *hi = 0;
-		return;
-	case BS_POLICY_RESPONSIVE:
-		responsive_range(p, prev, lo, hi);
+	}
+	double j = p->jitter > 1.0 ? 1.0 : p->jitter > 0.0 ? p->jitter : 0.0;
+	if (failures <= 1 || b == 0 || j == 0.0) { /* none on the first wait */
+		*lo = *hi = b;
 		return;
 	}
-	jittered_range(p, failures, prev, lo, hi);
+	*lo = range_ns((double)b * (1.0 - j));
+	*hi = range_ns((double)b * (1.0 + j));
 }
 
 void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,

@@ -1,8 +1,8 @@
 /*
  * util: small helpers for shim/common and its callers: the element count of
- * an array, the smaller of two unsigned 64-bit values, a number's decimal
- * digits, a path's directory, and a compile-time check (used for the layouts the code relies on:
- * table.c, fdtab.c).
+ * an array, a number's decimal digits, a path's directory, and a
+ * compile-time check (used for the layouts the code relies on: table.c,
+ * fdtab.c).
  */
 #ifndef BS_UTIL_H
 #define BS_UTIL_H
@@ -15,11 +15,6 @@
 
 /* Fails the build, with msg, when cond is false. */
 #define BS_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
-
-static inline uint64_t bs_min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
 
 /* v's decimal digits into p (at most 20; no NUL); returns how many. No
  * library call, so async-signal-safe. */
