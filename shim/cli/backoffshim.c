@@ -145,7 +145,7 @@ static void print_version(void)
 {
 	char lib[4096], v[32];
 	printf("backoffshim %s\n", BS_VERSION);
-	if (bs_cli_find_library(bs_cli_argv0, lib) != 0) {
+	if (bs_cli_find_library(bs_cli_argv0, lib, 0) != 0) {
 		puts("library: not found");
 		return;
 	}

@@ -27,9 +27,9 @@
 extern const char *bs_cli_argv0;
 
 /* The library `run` would preload (next to argv0, DIR/../lib, then the
- * install prefix), as a real path into out; 0, or -1 (quiet: nothing is
- * printed) if none is found. */
-int bs_cli_find_library(const char *argv0, char out[4096]);
+ * install prefix), as a real path into out; 0, or -1 if none is found
+ * (after a message naming every candidate if `say`). */
+int bs_cli_find_library(const char *argv0, char out[4096], int say);
 
 /* run's options that set one BACKOFFSHIM_* variable each (--max-backoff,
  * --pace...); schedule takes them too, so that a run line can be previewed.
@@ -77,7 +77,7 @@ struct bs_cli_dest {
 	const char *text;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int is_name, resolved;
+	int is_name;
 	/* what the name resolved to, for the [dest NAME] rules */
 	uint64_t name;          /* its hash, 0 if not a name */
 	uint64_t keys[16];      /* each address's key, port 0 */

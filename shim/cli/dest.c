@@ -77,7 +77,6 @@ static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
 			d->keys[d->nkeys++] = k;
 	}
 	freeaddrinfo(res);
-	d->resolved = 1;
 }
 
 int bs_cli_dest_parse(const char *text, struct bs_cli_dest *d)
@@ -90,32 +89,25 @@ int bs_cli_dest_parse(const char *text, struct bs_cli_dest *d)
 	unsigned port;
 	if (!colon || colon == text || parse_port(colon + 1, &port))
 		return -1;
+	int v6 = text[0] == '['; /* [v6]:port */
 	size_t hlen = (size_t)(colon - text);
 	char host[256];
-	if (text[0] == '[') { /* [v6]:port */
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&d->ss;
-		if (hlen < 3 || text[hlen - 1] != ']' || hlen - 2 >= sizeof host)
-			return -1;
-		memcpy(host, text + 1, hlen - 2);
-		host[hlen - 2] = '\0';
-		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
-			return -1;
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		d->len = sizeof *in6;
-		return 0;
-	}
-	if (hlen >= sizeof host || memchr(text, ':', hlen) || memchr(text, ']', hlen))
+	if (hlen - 2 * v6 >= sizeof host ||
+	    (v6 ? hlen < 3 || text[hlen - 1] != ']' : memchr(text, ':', hlen) || memchr(text, ']', hlen)))
 		return -1;
-	memcpy(host, text, hlen);
-	host[hlen] = '\0';
+	memcpy(host, text + v6, hlen - 2 * v6);
+	host[hlen - 2 * v6] = '\0';
 	struct sockaddr_in *in = (struct sockaddr_in *)&d->ss;
-	if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
-		in->sin_family = AF_INET;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&d->ss;
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, host,
+		      v6 ? (void *)&in6->sin6_addr : (void *)&in->sin_addr) == 1) {
+		in->sin_family = v6 ? AF_INET6 : AF_INET; /* family and port: the same offsets in v6 */
 		in->sin_port = htons((uint16_t)port);
-		d->len = sizeof *in;
+		d->len = v6 ? sizeof *in6 : sizeof *in;
 		return 0;
 	}
+	if (v6)
+		return -1;
 	d->is_name = 1;
 	resolve(d, host, port);
 	return 0;
@@ -148,7 +140,7 @@ void bs_cli_dest_show(FILE *f, const struct bs_cli_dest *d, const struct bs_rule
 	bs_cli_printable(f, d->text, 120);
 	if (d->is_name) {
 		bs_addr_format((const struct sockaddr *)&d->ss, d->len, a, sizeof a);
-		if (d->resolved)
+		if (!d->unresolved)
 			fprintf(f, " (resolves to %s%s)", a, d->nkeys > 1 ? " and more" : "");
 		else
 			fputs(" (does not resolve here: only its name and *:port sections are judged)",

@@ -119,17 +119,13 @@ static void exe_dir(const char *argv0, char dir[PATH_MAX])
 		exe[n] = '\0';
 	else if (!(argv0 && strchr(argv0, '/') && realpath(argv0, exe)))
 		exe[0] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		slash[slash == exe] = '\0'; /* "/x" -> "/" */
+	if (exe[0]) /* an absolute path */
+		bs_path_dir(exe, dir, PATH_MAX);
 	else
-		exe[0] = '\0';
-	memcpy(dir, exe, PATH_MAX);
+		dir[0] = '\0';
 }
 
-/* The library's canonical path into out: the first candidate that is
- * readable; 0, or -1 (after a message naming them all if `say`). */
-static int find_library(const char *argv0, char out[PATH_MAX], int say)
+int bs_cli_find_library(const char *argv0, char out[PATH_MAX], int say)
 {
 	char dir[PATH_MAX], cand[5][PATH_MAX + 64];
 	int n = 0;
@@ -149,11 +145,6 @@ static int find_library(const char *argv0, char out[PATH_MAX], int say)
 	for (int i = 0; say && i < n; i++)
 		fprintf(stderr, "  %s\n", cand[i]);
 	return -1;
-}
-
-int bs_cli_find_library(const char *argv0, char out[PATH_MAX])
-{
-	return find_library(argv0, out, 0);
 }
 
 /* Is an existing copy of the shim already in this LD_PRELOAD list? (Two
@@ -350,7 +341,7 @@ static int run_main(int argc, char **argv)
 		return bs_cli_usage("run", "missing the command to run (run [OPTIONS] -- CMD [ARGS...])");
 
 	char lib[PATH_MAX];
-	if (find_library(bs_cli_argv0, lib, 1))
+	if (bs_cli_find_library(bs_cli_argv0, lib, 1))
 		return EXIT_RUN_ERROR;
 	if (preload(lib)) {
 		fprintf(stderr, "backoffshim run: cannot set LD_PRELOAD: %s\n", strerror(errno));

@@ -169,47 +169,7 @@ struct schedule_opts {
 	uint64_t rows, seed;
 };
 
-/* What an option asks for when the command goes on. */
-#define GO_ON (-1)
-
-/* One option of the command line: GO_ON, or the exit status to end with. */
-static int take_option(int c, char **argv, struct schedule_opts *o)
-{
-	const char *why;
-	switch (c) {
-	case 'c':
-		if (!*optarg)
-			return bs_cli_usage("schedule", "--config needs a file name");
-		o->x.config = optarg;
-		return GO_ON;
-	case 'd':
-		if (bs_cli_dest_parse(optarg, &o->dest))
-			return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
-					    "127.0.0.1:5432, [::1]:6379, db.internal:5432 "
-					    "or unix:/run/app.sock", optarg);
-		o->have_dest = 1;
-		return GO_ON;
-	case 'n':
-		if (bs_parse_uint(optarg, MAX_ROWS, &o->rows, &why))
-			return bs_cli_usage("schedule", "-n '%s': %s (at most %d)", optarg,
-					    why, MAX_ROWS);
-		return GO_ON;
-	case 's':
-		if (bs_parse_uint(optarg, UINT64_MAX, &o->seed, &why))
-			return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
-		o->have_seed = 1;
-		return GO_ON;
-	case 'h':
-		fputs(help_text, stdout);
-		return 0;
-	default:
-		if (c >= BS_CLI_OPT_SETTING && c < BS_CLI_OPT_SETTING + BS_CLI_SETTINGS)
-			return bs_cli_take_setting("schedule", c, optarg) ? BS_EXIT_USAGE : GO_ON;
-		return bs_cli_bad_option("schedule", c, argv);
-	}
-}
-
-/* The command line into *o: GO_ON, or the exit status to end with. */
+/* The command line into *o: -1 to go on, or the exit status to end with. */
 static int parse_options(int argc, char **argv, struct schedule_opts *o)
 {
 	static const struct option fixed[] = {
@@ -222,15 +182,45 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 	struct option longopts[BS_CLI_SETTINGS + BS_ARRAY_SIZE(fixed)];
 	bs_cli_setting_options(longopts);
 	memcpy(longopts + BS_CLI_SETTINGS, fixed, sizeof fixed);
+	const char *why;
 	int c;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
-		int status = take_option(c, argv, o);
-		if (status != GO_ON)
-			return status;
-	}
 	/* (a run line's "[--] CMD ARGS..." is allowed, as run takes it, and not run) */
-	return GO_ON;
+	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (!*optarg)
+				return bs_cli_usage("schedule", "--config needs a file name");
+			o->x.config = optarg;
+			break;
+		case 'd':
+			if (bs_cli_dest_parse(optarg, &o->dest))
+				return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
+						    "127.0.0.1:5432, [::1]:6379, db.internal:5432 "
+						    "or unix:/run/app.sock", optarg);
+			o->have_dest = 1;
+			break;
+		case 'n':
+			if (bs_parse_uint(optarg, MAX_ROWS, &o->rows, &why))
+				return bs_cli_usage("schedule", "-n '%s': %s (at most %d)", optarg,
+						    why, MAX_ROWS);
+			break;
+		case 's':
+			if (bs_parse_uint(optarg, UINT64_MAX, &o->seed, &why))
+				return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
+			o->have_seed = 1;
+			break;
+		case 'h':
+			fputs(help_text, stdout);
+			return 0;
+		default:
+			if (c < BS_CLI_OPT_SETTING || c >= BS_CLI_OPT_SETTING + BS_CLI_SETTINGS)
+				return bs_cli_bad_option("schedule", c, argv);
+			if (bs_cli_take_setting("schedule", c, optarg))
+				return BS_EXIT_USAGE;
+		}
+	}
+	return -1;
 }
 
 /* --seed, else the configured seed, else a random one; printed with where
@@ -255,7 +245,7 @@ int bs_cmd_schedule(int argc, char **argv)
 	static struct bs_rules rules;
 	struct schedule_opts o = {.x = {NULL, 0, 0}, .rows = 10};
 	int status = parse_options(argc, argv, &o);
-	if (status != GO_ON)
+	if (status >= 0)
 		return status;
 
 	struct bs_config all;
