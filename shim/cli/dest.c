@@ -67,12 +67,7 @@ static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
 			d->len = a->ai_addrlen;
 		}
 		/* by address alone, as the library remembers names */
-		struct sockaddr_storage st;
-		if (a->ai_addrlen > sizeof st)
-			continue;
-		memcpy(&st, a->ai_addr, a->ai_addrlen);
-		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
-		uint64_t k = bs_addr_key((struct sockaddr *)&st, a->ai_addrlen);
+		uint64_t k = bs_addr_host_key(a->ai_addr, a->ai_addrlen);
 		if (k && d->nkeys < BS_ARRAY_SIZE(d->keys))
 			d->keys[d->nkeys++] = k;
 	}

@@ -190,15 +190,11 @@ static struct bs_table *attach_table(const struct where *w, int writable, int re
 {
 	*absent = *damaged = 0;
 	int id = shmget(w->key, 0, 0);
-	if (id < 0) {
-		*absent = errno == ENOENT;
+	struct shmid_ds ds;
+	if (id < 0 || shmctl(id, IPC_STAT, &ds) != 0) {
+		*absent = id < 0 && errno == ENOENT;
 		if (!*absent)
 			fprintf(stderr, "backoffshim: table %s: %s\n", w->name, strerror(errno));
-		return NULL;
-	}
-	struct shmid_ds ds;
-	if (shmctl(id, IPC_STAT, &ds) != 0) {
-		fprintf(stderr, "backoffshim: table %s: %s\n", w->name, strerror(errno));
 		return NULL;
 	}
 	struct bs_shtab_stat st = {ds.shm_perm.uid, ds.shm_perm.cuid, ds.shm_perm.mode,

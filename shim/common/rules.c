@@ -21,12 +21,7 @@ static uint64_t hash(const char *name, unsigned len, int fold)
 
 uint64_t bs_name_hash(const char *name, unsigned len)
 {
-	return hash(name, len, 1); /* host names are case-insensitive */
-}
-
-static uint64_t path_hash(const char *path, unsigned len)
-{
-	return hash(path, len, 0); /* paths are not */
+	return hash(name, len, 1); /* host names are case-insensitive; paths (fold 0) are not */
 }
 
 /* Digits alone, at most max: a port (1-65535) or a prefix length. */
@@ -162,7 +157,7 @@ int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
 	memcpy(buf, text, n + 1);
 	if (strncmp(buf, "unix:", 5) == 0) {
 		s->kind = BS_SPEC_UNIX;
-		s->hash = path_hash(buf + 5, (unsigned)strlen(buf + 5));
+		s->hash = hash(buf + 5, (unsigned)strlen(buf + 5), 0);
 		return buf[5] ? 0 : (*why = "empty unix path", -1);
 	}
 	if (split_host_port(buf, &host, &port, why))
@@ -223,7 +218,7 @@ int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t 
 		size_t max = (size_t)len - offsetof(struct sockaddr_un, sun_path), n = 0;
 		while (n < max && n < sizeof un->sun_path && un->sun_path[n])
 			n++;
-		return path_hash(un->sun_path, (unsigned)n) == s->hash ? 5000 : -1;
+		return hash(un->sun_path, (unsigned)n, 0) == s->hash ? 5000 : -1;
 	}
 	int fam;
 	unsigned char a[16];
@@ -235,15 +230,10 @@ int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t 
 	switch (s->kind) {
 	case BS_SPEC_PORT:
 		return 100;
-	case BS_SPEC_NAME: {
+	case BS_SPEC_NAME:
 		/* names are remembered by address alone (programs often resolve
 		 * without a service and set the port themselves) */
-		struct sockaddr_storage st;
-		memcpy(&st, sa, len < sizeof st ? len : sizeof st);
-		((struct sockaddr_in *)&st)->sin_port = 0; /* same offset in v6 */
-		return name_has && name_has(ctx, s->hash, bs_addr_key((struct sockaddr *)&st, len)) ? 4000
-											   : -1;
-	}
+		return name_has && name_has(ctx, s->hash, bs_addr_host_key(sa, len)) ? 4000 : -1;
 	default:
 		if (fam != s->family || !prefix_match(s, a))
 			return -1;
