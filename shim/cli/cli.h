@@ -23,7 +23,6 @@
 
 #define BS_EXIT_USAGE 2
 
-/* main()'s argv[0]. */
 extern const char *bs_cli_argv0;
 
 /* The library `run` would preload (next to argv0, DIR/../lib, then the

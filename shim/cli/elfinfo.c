@@ -64,14 +64,6 @@ static struct seg segment(const struct phdrs *ph, unsigned i)
 
 #define NT_GO_BUILDID 4 /* the Go linker's build-id note (cmd/link) */
 
-/* The note's name is "Go": the Go linker writes it with a size of 4 (its
- * padding counted), other tools with 3. */
-static int named_go(const unsigned char *name, uint32_t size)
-{
-	static const unsigned char go[4] = "Go";
-	return (size == 3 || size == 4) && !memcmp(name, go, size);
-}
-
 static uint32_t align4(uint32_t v)
 {
 	return (v + 3u) & ~3u;
@@ -91,7 +83,9 @@ static int has_go_note(const struct phdrs *ph, struct seg s)
 		uint64_t next = name + (uint64_t)align4(nh.n_namesz) + align4(nh.n_descsz);
 		if (nh.n_namesz > 0xffff || nh.n_descsz > 0xffffff || next > end)
 			return 0;
-		if (nh.n_type == NT_GO_BUILDID && named_go(ph->buf + name, nh.n_namesz))
+		/* named "Go": the Go linker counts its padding (size 4), other tools do not (3) */
+		if (nh.n_type == NT_GO_BUILDID && (nh.n_namesz == 3 || nh.n_namesz == 4) &&
+		    !memcmp(ph->buf + name, "Go\0", nh.n_namesz))
 			return 1;
 		at = next;
 	}

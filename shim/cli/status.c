@@ -236,12 +236,7 @@ struct row {
 /* Is a process holding the lock on byte `at` of the table's lock file? */
 static int lock_held(int fd, uint64_t at)
 {
-	struct flock fl;
-	memset(&fl, 0, sizeof fl);
-	fl.l_type = F_WRLCK;
-	fl.l_whence = SEEK_SET;
-	fl.l_start = (off_t)at;
-	fl.l_len = 1;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)at, .l_len = 1};
 	return fd >= 0 && fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
 }
 

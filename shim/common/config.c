@@ -361,7 +361,6 @@ void bs_config_parse_ini(struct bs_config *c, const char *origin, const char *te
 static char small_buf[SMALL_FILE + 1];
 static _Atomic int small_busy;
 
-/* The file comes through read_file: see bs_config_read_fn. */
 int bs_config_load_file(struct bs_config *c, const char *path, bs_config_read_fn read_file,
 			bs_config_report_fn report, void *ctx)
 {

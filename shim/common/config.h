@@ -79,7 +79,6 @@ void bs_rule_key(struct bs_config *c, int i, const char *key, const char *value,
 /* BACKOFFSHIM_DEST_RULES: "SPEC=key:value,key:value;SPEC=..." */
 void bs_rule_env(struct bs_config *c, const char *text, bs_config_report_fn report,
 		 void *ctx);
-/* Give every rule the final global settings plus its own keys. */
 void bs_config_finish(struct bs_config *c);
 /* Problems no single value has, reported after loading (and
  * bs_config_finish): max_backoff below initial_backoff, a [dest unix:...]

@@ -140,22 +140,14 @@ unsigned long bs_log_dropped(void)
 static void put_byte(struct bs_line *l, unsigned char c)
 {
 	static const char hex[] = "0123456789abcdef";
-	if (c >= 0x20 && c < 0x7f && c != '\\') {
-		if (l->n < BS_LINE_MAX - 1)
-			l->buf[l->n++] = (char)c;
-		return;
-	}
-	size_t need = c == '\\' ? 2 : 4;
+	char e[4] = {'\\', c == '\\' ? '\\' : 'x', hex[c >> 4], hex[c & 15]};
+	size_t need = c == '\\' ? 2 : c >= 0x20 && c < 0x7f ? 1 : 4;
+	if (need == 1)
+		e[0] = (char)c;
 	if (l->n + need > BS_LINE_MAX - 1)
 		return;
-	l->buf[l->n++] = '\\';
-	if (c == '\\') {
-		l->buf[l->n++] = '\\';
-		return;
-	}
-	l->buf[l->n++] = 'x';
-	l->buf[l->n++] = hex[c >> 4];
-	l->buf[l->n++] = hex[c & 15];
+	memcpy(l->buf + l->n, e, need);
+	l->n += need;
 }
 
 void bs_line_mem(struct bs_line *l, const char *s, size_t n)
@@ -166,8 +158,7 @@ void bs_line_mem(struct bs_line *l, const char *s, size_t n)
 
 void bs_line_str(struct bs_line *l, const char *s)
 {
-	while (*s && l->n < BS_LINE_MAX - 1)
-		put_byte(l, (unsigned char)*s++);
+	bs_line_mem(l, s, strlen(s));
 }
 
 void bs_line_u64(struct bs_line *l, uint64_t v)
