@@ -50,15 +50,10 @@ uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u)
 	uint64_t b = bs_policy_backoff(p, failures);
 	if (failures <= 1 || b == 0)
 		return b;
-	double j = p->jitter;
-	if (!(j > 0.0))
+	double j = p->jitter > 1.0 ? 1.0 : p->jitter;
+	if (!(j > 0.0)) /* (NaN too) */
 		return b;
-	if (j > 1.0)
-		j = 1.0;
-	if (!(u >= 0.0))
-		u = 0.0;
-	if (u >= 1.0)
-		u = 0x1.fffffffffffffp-1;
+	u = !(u >= 0.0) ? 0.0 : u >= 1.0 ? 0x1.fffffffffffffp-1 : u;
 	double f = 1.0 - j + 2.0 * j * u;
 	/* b <= max_backoff <= ~2^62 by config limits; f <= 2: cannot overflow,
 	 * but saturate anyway. */

@@ -67,12 +67,11 @@ struct bs_policy {
 	uint64_t max_randomization;   /* responsive: cap on the +- (ns) */
 };
 
-/* The un-jittered backoff after `failures` consecutive failures (>= 1):
- * min(initial * multiplier^(failures-1), max_backoff). 0 failures gives 0. */
+/* The un-jittered backoff after `failures` consecutive failures, as above
+ * (0 failures gives 0). */
 uint64_t bs_policy_backoff(const struct bs_policy *p, uint32_t failures);
 
-/* The actual wait after `failures` consecutive failures, given u in [0, 1).
- * failures == 1 gives initial_backoff exactly (no jitter, per the spec). */
+/* That backoff jittered as above, given u in [0, 1). */
 uint64_t bs_policy_delay(const struct bs_policy *p, uint32_t failures, double u);
 
 /* The wait after `failures` (>= 1) consecutive failures under any policy.
