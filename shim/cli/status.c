@@ -389,6 +389,8 @@ static void metric(const char *name, const char *type, const char *help, const s
 	printf("# HELP backoffshim_%s %s\n# TYPE backoffshim_%s %s\n", name, help, name, type);
 	for (unsigned i = 0; i < n; i++) {
 		const char *p = (const char *)&r[i] + field;
+		if (r[i].idle)
+			continue;
 		if (is_double && *(const double *)(const void *)p == 0 && strstr(name, "timestamp"))
 			continue; /* (none: on probation, never attempted) */
 		printf("backoffshim_%s{destination=\"", name);
@@ -406,14 +408,8 @@ static void metric(const char *name, const char *type, const char *help, const s
 
 /* Absolute times, not gauges that change every second; idle destinations
  * are left out, so that many short-lived ones do not churn labels. */
-static void print_prometheus(const struct row *all, unsigned n, const struct labels *lb)
+static void print_prometheus(const struct row *r, unsigned n, const struct labels *lb)
 {
-	static struct row r[BS_TABLE_SLOTS];
-	unsigned m = 0;
-	for (unsigned i = 0; i < n; i++)
-		if (!all[i].idle)
-			r[m++] = all[i];
-	n = m;
 #define M(name, type, help, field, dbl) metric(name, type, help, r, n, offsetof(struct row, field), dbl, lb)
 	M("consecutive_failures", "gauge", "Failures since the destination last worked.", failures, 0);
 	M("next_attempt_timestamp_seconds", "gauge",

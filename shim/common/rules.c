@@ -37,6 +37,8 @@ static int parse_digits(const char *s, unsigned max, unsigned *out)
 	return 0;
 }
 
+static const unsigned char v4m[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}; /* ::ffff:0:0/96 */
+
 /* 0: an address of its family; 1: an IPv4-mapped IPv6 address, stored as
  * IPv4; -1: not an address. */
 static int parse_addr(const char *s, struct bs_spec *sp)
@@ -46,7 +48,6 @@ static int parse_addr(const char *s, struct bs_spec *sp)
 		return 0;
 	}
 	if (inet_pton(AF_INET6, s, sp->addr) == 1) {
-		static const unsigned char v4m[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 		sp->family = AF_INET6;
 		if (!memcmp(sp->addr, v4m, 12)) { /* ::ffff:a.b.c.d is a.b.c.d */
 			memmove(sp->addr, sp->addr + 12, 4);
@@ -188,7 +189,6 @@ static int dest_of(const struct sockaddr *sa, socklen_t len, int *fam,
 		return 0;
 	}
 	const struct sockaddr_in6 *in6 = (const void *)sa;
-	static const unsigned char v4m[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	*port = ntohs(in6->sin6_port);
 	if (!memcmp(in6->sin6_addr.s6_addr, v4m, 12)) {
 		*fam = AF_INET;
