@@ -93,17 +93,13 @@ void bs_cli_dur(uint64_t ns, char *buf, size_t cap)
 			break;
 		i--; /* 999.9996ms rounds to 1000ms: say 1s */
 	}
-	int n = snprintf(buf, cap, "%llu", (unsigned long long)ip);
-	if (f && n > 0 && (size_t)n < cap) {
-		char frac[8];
+	char frac[8] = "";
+	if (f) {
 		snprintf(frac, sizeof frac, ".%03u", (unsigned)f);
-		size_t len = strlen(frac);
-		while (frac[len - 1] == '0')
+		for (size_t len = strlen(frac); frac[len - 1] == '0';)
 			frac[--len] = '\0';
-		snprintf(buf + n, cap - (size_t)n, "%s", frac);
 	}
-	size_t len = strlen(buf);
-	snprintf(buf + len, cap - len, "%s", u[i].name);
+	snprintf(buf, cap, "%llu%s%s", (unsigned long long)ip, frac, u[i].name);
 }
 
 void bs_cli_printable(FILE *f, const char *s, size_t max)
@@ -202,8 +198,6 @@ int main(int argc, char **argv)
 			return commands[i].fn(sub_argc, sub_argv);
 		}
 	}
-	if (help)
-		return bs_cli_usage(NULL, "unknown command '%s'", name);
-	return bs_cli_usage(NULL, "unknown command '%s' (expected run, schedule, check-config, status or reset)",
-			    name);
+	return bs_cli_usage(NULL, "unknown command '%s'%s", name,
+			    help ? "" : " (expected run, schedule, check-config, status or reset)");
 }
