@@ -139,12 +139,6 @@ static void quiet(void *ctx, const char *origin, unsigned line, const char *key,
 	(void)ctx, (void)origin, (void)line, (void)key, (void)value, (void)why;
 }
 
-static uint64_t netns_inode(void)
-{
-	struct stat st;
-	return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
-}
-
 /* Which table: its key and owner, and the settings (for idle); 0, or 1
  * with a message printed. */
 struct where {
@@ -178,7 +172,9 @@ static int locate(const struct opts *o, struct where *w)
 		return 1;
 	}
 	snprintf(w->name, sizeof w->name, "%s", *name ? name : "user");
-	w->key = bs_shtab_key(w->owner, netns_inode(), name);
+	struct stat ns; /* one table per network namespace */
+	w->key = bs_shtab_key(w->owner, stat("/proc/self/ns/net", &ns) == 0 ? (uint64_t)ns.st_ino : 0,
+			      name);
 	return 0;
 }
 
@@ -559,12 +555,6 @@ int bs_cmd_status(int argc, char **argv)
 	return bad ? 3 : 0;
 }
 
-static void wake_all(struct bs_entry *e)
-{
-	bs_entry_reset(e);
-	syscall(SYS_futex, &e->seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
-}
-
 /* --all: every slot that does not check out emptied, every tag rebuilt. */
 static unsigned rebuild(struct bs_table *t)
 {
@@ -620,7 +610,8 @@ int bs_cmd_reset(int argc, char **argv)
 		if (!read_row(t, i, now, 0, UINT64_MAX, -1, &r) || !bs_table_slot_valid(t, i, &k) ||
 		    (o.dest && k != key))
 			continue;
-		wake_all(&t->entries[i]);
+		bs_entry_reset(&t->entries[i]); /* and wake every waiter */
+		syscall(SYS_futex, &t->entries[i].seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 		printf("reset %s (%u failures)\n", r.dest, r.failures);
 		n++;
 	}

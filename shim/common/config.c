@@ -66,7 +66,6 @@ void bs_config_defaults(struct bs_config *c)
 	c->policy.jitter = 0.2;
 	c->policy.max_backoff = 120 * BS_NS_PER_SEC;
 	c->policy.min_connect_timeout = 20 * BS_NS_PER_SEC;
-	c->max_attempts = 0;
 	c->max_elapsed = 300 * BS_NS_PER_SEC;
 	const char *why;
 	bs_parse_errlist("ECONNREFUSED ETIMEDOUT EHOSTUNREACH ENETUNREACH ECONNRESET EAGAIN",

@@ -100,9 +100,8 @@ typedef const char *(*bs_config_getenv_fn)(void *ctx, const char *name);
 /* Reads the file at path into buf (at most cap bytes; the loader asks for
  * one byte more than it accepts, so a full buffer means "too large").
  * Returns the number of bytes read (0 for /dev/null), or -1 with *why set
- * to a reason (a static string). The library passes one made of raw
- * system calls (its read() is interposed), the command and tests one made
- * of libc calls: bs_read_file_libc (shim/cli/readfile.h). */
+ * to a reason (a static string). shim/cli/readfile.h says which readers
+ * there are. */
 typedef long (*bs_config_read_fn)(void *ctx, const char *path, char *buf, size_t cap,
 				  const char **why);
 
