@@ -18,6 +18,11 @@
 
 /* v's decimal digits into p (at most 20; no NUL); returns how many. No
  * library call, so async-signal-safe. */
+static inline uint64_t bs_min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 static inline size_t bs_u64_digits(char *p, uint64_t v)
 {
 	char t[20];
