@@ -11,6 +11,7 @@
 #define TAG_V4 BS_ADDR_TAG_V4
 #define TAG_V6 (2ull << 60)
 #define TAG_UNIX (3ull << 60)
+#define TAG_NAME 0ull /* (the table keeps bits 62 and 63 for itself) */
 #define LOW60 ((1ull << 60) - 1)
 
 /* An internet address (of kind BS_ADDR_INET) as an IPv4 one into *in, an
@@ -113,6 +114,60 @@ uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 	default:
 		return 0;
 	}
+}
+
+socklen_t bs_name_addr(struct bs_name_addr *a, const char *node, const char *svc)
+{
+	size_t n = strlen(node), m = svc ? strlen(svc) : 0;
+	if (n + (m ? m + 1 : 0) >= sizeof a->text)
+		return 0;
+	a->family = BS_AF_NAME;
+	memcpy(a->text, node, n);
+	if (m) {
+		a->text[n] = ':';
+		memcpy(a->text + n + 1, svc, m);
+		n += m + 1;
+	}
+	a->text[n] = '\0';
+	return (socklen_t)(offsetof(struct bs_name_addr, text) + n + 1);
+}
+
+/* The text of a name pseudo-address, up to len (it may be cut: the table
+ * keeps its first bytes); 0 if a is not one. */
+static size_t name_text(const struct sockaddr *a, socklen_t len, const char **text)
+{
+	size_t off = offsetof(struct bs_name_addr, text);
+	*text = "";
+	if (!bs_addr_plausible(a) || len <= off || a->sa_family != BS_AF_NAME)
+		return 0;
+	*text = ((const struct bs_name_addr *)(const void *)a)->text;
+	return strnlen(*text, len - off);
+}
+
+uint64_t bs_name_key(const struct sockaddr *a, socklen_t len)
+{
+	const char *t = NULL;
+	size_t n = name_text(a, len, &t);
+	uint64_t h = 0x6e616d65;
+	for (size_t i = 0; i < n; i++)
+		h = bs_mix64(h ^ (unsigned char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32 : t[i]));
+	return n ? TAG_NAME | (h & LOW60) | 1 : 0;
+}
+
+unsigned bs_name_parts(const struct sockaddr *a, socklen_t len, unsigned *port)
+{
+	const char *t = NULL;
+	size_t n = name_text(a, len, &t), colon = n;
+	*port = 0;
+	while (colon > 0 && t[colon - 1] != ':')
+		colon--;
+	if (!colon)
+		return (unsigned)n;
+	for (size_t i = colon; i < n && *port <= 65535; i++)
+		*port = t[i] >= '0' && t[i] <= '9' ? *port * 10 + (unsigned)(t[i] - '0') : 65536;
+	if (*port > 65535 || colon == n)
+		*port = 0;
+	return (unsigned)colon - 1;
 }
 
 /* --- formatting, no stdio --- */
@@ -218,8 +273,14 @@ size_t bs_addr_format(const struct sockaddr *addr, socklen_t len, char *buf,
 		}
 		break;
 	}
-	default:
-		put_s(&o, "?");
+	default: {
+		const char *t;
+		size_t n = name_text(addr, len, &t);
+		for (size_t i = 0; i < n; i++)
+			put_c(&o, t[i]);
+		if (!n)
+			put_s(&o, "?");
+	}
 	}
 	buf[o.n] = '\0';
 	return o.n;

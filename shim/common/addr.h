@@ -38,6 +38,24 @@ uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len);
  * that named no service, and for [dest NAME:*] rules); 0 if none. */
 uint64_t bs_addr_host_key(const struct sockaddr *addr, socklen_t len);
 
+/* A name lookup as a destination (getaddrinfo with `resolve` on): a
+ * pseudo-address of a family no socket has, holding "name" or
+ * "name:service", that the table, the log and status treat as an address.
+ * bs_addr_kind() calls it BS_ADDR_OTHER, so connect() never takes one. */
+#define BS_AF_NAME 0xfffe
+#define BS_NAME_TEXT 126
+struct bs_name_addr {
+	sa_family_t family;
+	char text[BS_NAME_TEXT]; /* NUL-terminated */
+};
+/* Fill *a from node and svc (svc may be NULL); its length, or 0 when the
+ * text does not fit. */
+socklen_t bs_name_addr(struct bs_name_addr *a, const char *node, const char *svc);
+/* Its key (names are case-insensitive); 0 if a is not one. */
+uint64_t bs_name_key(const struct sockaddr *a, socklen_t len);
+/* Its name's length and its service's port (0: none, or not a number). */
+unsigned bs_name_parts(const struct sockaddr *a, socklen_t len, unsigned *port);
+
 #define BS_ADDR_TAG_V4 (1ull << 60)
 #define BS_ADDR_V4_BITS ((1ull << 48) - 1)
 

@@ -44,6 +44,7 @@ static const struct key {
 	P(randomization_factor, K_FRACTION, RANDOMIZATION_FACTOR),
 	P(max_randomization, K_DUR, MAX_RANDOMIZATION),
 	B(nonblocking, K_WORD, NONBLOCKING, &bs_nbmode_names),
+	B(resolve, K_WORD, RESOLVE, &bs_resolve_names),
 	B(healthy_after, K_DUR, HEALTHY_AFTER, NULL),
 	B(seed, K_SEED, SEED, NULL),
 	B(disable, K_BOOL, DISABLE, NULL),

@@ -28,6 +28,8 @@ struct bs_config {
 	uint64_t retry_on[BS_ERRSET_WORDS];
 	int unix_sockets;        /* act on AF_UNIX too */
 	int nonblocking;         /* enum bs_nb_mode */
+	int resolve;             /* enum bs_resolve: getaddrinfo retried? */
+	int resolve_any;         /* resolve is on here or in a [dest] section */
 	uint64_t healthy_after;  /* ns a connection must live to count as healthy */
 	int disable;
 	int log_level;           /* enum bs_level */
@@ -91,6 +93,9 @@ const struct bs_config *bs_config_for(const struct bs_config *c, const struct so
 
 /* What happens to non-blocking sockets. auto: defer in a client, pace in a
  * server (a process that listens); shim/lib decides which (bs_nb_mode). */
+/* getaddrinfo() failures retried on the schedule: none, EAI_AGAIN
+ * (temporary), or EAI_NONAME too (wait: a name that does not exist yet). */
+enum bs_resolve { BS_RESOLVE_OFF = 0, BS_RESOLVE_TEMPORARY = 1, BS_RESOLVE_WAIT = 2 };
 enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2, BS_NB_DEFER = 3, BS_NB_AUTO = 4 };
 
 /* Looks up a variable; the shim passes secure_getenv, tests pass a fake.
@@ -156,6 +161,7 @@ extern const struct bs_names bs_level_names;  /* enum bs_level */
 extern const struct bs_names bs_policy_names; /* enum bs_policy_kind */
 extern const struct bs_names bs_jmode_names;  /* enum bs_jitter_mode */
 extern const struct bs_names bs_nbmode_names; /* enum bs_nb_mode */
+extern const struct bs_names bs_resolve_names; /* enum bs_resolve */
 extern const struct bs_names bs_logfmt_names; /* 0 text, 1 json */
 /* v's word, or "?" if v is out of range. */
 const char *bs_name_of(const struct bs_names *t, int v);

@@ -194,6 +194,7 @@ NAMES(bs_jmode_names, "not one of proportional, full, equal, decorrelated", "pro
       "full", "equal", "decorrelated");
 NAMES(bs_nbmode_names, "not one of auto, defer, pace, retry, off", "retry", "pace", "off",
       "defer", "auto");
+NAMES(bs_resolve_names, "not one of off, temporary, wait", "off", "temporary", "wait");
 NAMES(bs_logfmt_names, "not one of text, json", "text", "json");
 #undef NAMES
 

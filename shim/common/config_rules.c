@@ -134,6 +134,7 @@ void bs_rule_env(struct bs_config *c, const char *text, bs_config_report_fn repo
 void bs_config_finish(struct bs_config *c)
 {
 	const char *why;
+	c->resolve_any = c->resolve != BS_RESOLVE_OFF;
 	if (!c->rules)
 		return;
 	for (unsigned i = 0; i < c->rules->n; i++) {
@@ -142,6 +143,7 @@ void bs_config_finish(struct bs_config *c)
 		r->cfg.rules = NULL;
 		for (unsigned k = 0; k < r->nkv; k++)
 			bs_config_set(&r->cfg, "backoff", r->kv[k].key, r->kv[k].value, &why);
+		c->resolve_any |= r->cfg.resolve != BS_RESOLVE_OFF;
 	}
 }
 

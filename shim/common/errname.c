@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <string.h>
 
 static const struct {
@@ -46,6 +47,18 @@ static const struct {
 	E(EPROTO, "Protocol error"),
 	E(ENOSR, "Out of streams resources"),
 #undef E
+/* a name lookup's errors (names and messages only: no list of errors to
+ * retry takes them, `resolve` decides) */
+#define EAI(n, m) {BS_ERR_EAI(n), #n, m}
+	EAI(EAI_AGAIN, "Temporary failure in name resolution"),
+	EAI(EAI_NONAME, "Name or service not known"),
+	EAI(EAI_FAIL, "Non-recoverable failure in name resolution"),
+	EAI(EAI_NODATA, "No address associated with hostname"),
+	EAI(EAI_SERVICE, "Servname not supported for ai_socktype"),
+	EAI(EAI_FAMILY, "ai_family not supported"),
+	EAI(EAI_MEMORY, "Memory allocation failure"),
+	EAI(EAI_SYSTEM, "System error"),
+#undef EAI
 };
 
 #define N BS_ARRAY_SIZE(tab)
@@ -53,7 +66,8 @@ static const struct {
 int bs_errno_from_name(const char *name, unsigned len)
 {
 	for (unsigned i = 0; i < N; i++)
-		if (strlen(tab[i].name) == len && memcmp(tab[i].name, name, len) == 0)
+		if (strlen(tab[i].name) == len && memcmp(tab[i].name, name, len) == 0 &&
+		    !BS_ERR_IS_EAI(tab[i].err))
 			return tab[i].err;
 	if (len == 11 && memcmp(name, "EWOULDBLOCK", 11) == 0)
 		return EWOULDBLOCK;

@@ -116,20 +116,20 @@ static int is_host_name_char(char c)
 }
 
 /* host, not an address: a host name, which needs a port. */
-static int parse_name(const char *host, struct bs_spec *s, const char **why)
+static int parse_name(const char *host, struct bs_spec *s, int any_port, const char **why)
 {
 	for (const char *c = host; *c; c++)
 		if (!is_host_name_char(*c))
 			return *why = "not an address, prefix, *:port, unix:path or host:port", -1;
-	if (!s->port || !*host)
-		return *why = "a host name needs a port (db.internal:5432)", -1;
+	if ((!s->port && !any_port) || !*host)
+		return *why = "a host name needs a port (db.internal:5432, or db.internal:* for any)", -1;
 	s->kind = BS_SPEC_NAME;
 	s->hash = bs_name_hash(host, (unsigned)strlen(host));
 	return 0;
 }
 
 /* The host part (port already parsed): *, a prefix, an address or a name. */
-static int parse_host(char *host, struct bs_spec *s, const char **why)
+static int parse_host(char *host, struct bs_spec *s, int any_port, const char **why)
 {
 	char *slash;
 	if (strcmp(host, "*") == 0) {
@@ -145,7 +145,7 @@ static int parse_host(char *host, struct bs_spec *s, const char **why)
 		s->plen = s->family == AF_INET ? 32 : 128;
 		return 0;
 	}
-	return parse_name(host, s, why);
+	return parse_name(host, s, any_port, why);
 }
 
 int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
@@ -163,9 +163,10 @@ int bs_spec_parse(const char *text, struct bs_spec *s, const char **why)
 	}
 	if (split_host_port(buf, &host, &port, why))
 		return -1;
-	if (port && (parse_digits(port, 65535, &s->port) || !s->port))
-		return *why = "bad port (1-65535)", -1;
-	return parse_host(host, s, why);
+	int any_port = port && strcmp(port, "*") == 0;
+	if (port && !any_port && (parse_digits(port, 65535, &s->port) || !s->port))
+		return *why = "bad port (1-65535, or *)", -1;
+	return parse_host(host, s, any_port, why);
 }
 
 int bs_spec_same(const struct bs_spec *a, const struct bs_spec *b)
@@ -208,6 +209,20 @@ static int prefix_match(const struct bs_spec *s, const unsigned char *a)
 	return !rest || ((s->addr[full] ^ a[full]) & (0xff00u >> rest)) == 0;
 }
 
+/* A name lookup (addr.h's pseudo-address): its [dest NAME:PORT] or
+ * [dest NAME:*] section, else a [dest *:PORT] one. */
+static int name_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t len)
+{
+	unsigned port, n = bs_name_parts(sa, len, &port);
+	if (s->port && s->port != port)
+		return -1;
+	if (s->kind == BS_SPEC_PORT)
+		return 100;
+	const char *name = ((const struct bs_name_addr *)(const void *)sa)->text;
+	return s->kind == BS_SPEC_NAME && bs_name_hash(name, n) == s->hash ? 4000 + (s->port != 0)
+									 : -1;
+}
+
 int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t len,
 		  bs_name_has_fn name_has, void *ctx)
 {
@@ -223,6 +238,8 @@ int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t 
 	int fam;
 	unsigned char a[16];
 	unsigned port;
+	if (bs_addr_plausible(sa) && len > sizeof(sa_family_t) && sa->sa_family == BS_AF_NAME)
+		return name_score(s, sa, len);
 	if (dest_of(sa, len, &fam, a, &port))
 		return -1;
 	if (s->port && s->port != port)

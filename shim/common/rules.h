@@ -11,6 +11,9 @@
  *   *:5432                           any address, one port
  *   unix:/run/app.sock               a unix socket path
  *   db.internal:5432                 the addresses that name resolved to
+ *   db.internal:*                    the same, any port
+ * A name lookup (getaddrinfo, as addr.h's pseudo-address) matches its
+ * name's sections, then *:port.
  * The most specific match wins: exact address+port (and unix paths), then
  * a name, then longer prefixes before shorter (with a port before without),
  * then an address with any port, then *:port, then the global [backoff].

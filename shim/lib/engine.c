@@ -19,6 +19,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 
 /* With a shared table, a waiter re-checks at least this often whether the
  * attempt slot's owner is still alive (its process may have been killed). */
@@ -26,7 +27,8 @@
 
 struct call {
 	const struct bs_config *cfg;
-	int fd;
+	int fd;             /* the program's socket; -1 for an op */
+	struct bs_op *op;   /* what is retried, if not fd's connect (a lookup) */
 	struct bs_dest dest;
 	struct bs_entry *e;
 	struct bs_attempt a; /* its budget and what it knows (attempt.h) */
@@ -38,12 +40,34 @@ struct call {
 	uint64_t join_seen; /* the entry's attempt_at a newcomer judged by */
 	uint32_t told;      /* the failure count the log last heard of from this
 			     * call (NOT_TOLD: it has said nothing yet) */
+	/* Set only while the call blocks in its attempt (holding the probe)
+	 * or in its wait (counted as a waiter): what bs_engine_abandon lets
+	 * go if a signal handler leaves the call with siglongjmp. */
+	uint64_t held;            /* our probe word */
+	_Atomic int in_attempt, in_wait;
+	struct call *outer;       /* the call this one interrupted, if any */
 };
+
+/* The engine calls of this thread, innermost first (a signal handler may
+ * connect while a call waits). */
+static __thread struct call *open_calls __attribute__((tls_model("initial-exec")));
 
 #define NOT_TOLD UINT32_MAX
 
 /* Returned by a step of the call that does not end it: the loop goes on. */
 #define AGAIN 1
+
+/* Does err lead into backoff? */
+static int retries(const struct call *c, int err)
+{
+	return c->op ? c->op->retries(c->cfg, err) : bs_config_retries(c->cfg, err);
+}
+
+/* The attempt the program itself would make: 0 or -err. */
+static int plain_try(struct call *c)
+{
+	return c->op ? -c->op->attempt(c->op) : (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
+}
 
 /* The shim's limit for one attempt that follows a wait of delay. */
 static uint64_t attempt_timeout(const struct call *c, uint64_t delay)
@@ -79,6 +103,15 @@ static void record_failure_after(struct call *c, uint64_t s, uint64_t t0, int er
 	record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
 }
 
+/* The call counts as a waiter no more (once, however it leaves). */
+static void stop_waiting(struct call *c)
+{
+	if (!atomic_exchange(&c->in_wait, 0))
+		return;
+	bs_shared_wait_ends(c->e);
+	atomic_fetch_sub(&c->e->waiting, 1);
+}
+
 /* A step of the call: sleep on the entry until `until`, unless its state
  * moves first; AGAIN. A signal that should end the call ends it. Then no
  * attempt of this socket is in flight, so the call ends with the last
@@ -95,12 +128,12 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 		until = bs_min_u64(until, t0 + SHARED_RECHECK);
 	atomic_fetch_add(&c->e->waiting, 1);
 	bs_shared_wait_begins(c->e);
+	atomic_store(&c->in_wait, 1);
 	int r = bs_wait((const uint32_t *)&c->e->seq, seq, until);
-	bs_shared_wait_ends(c->e);
-	atomic_fetch_sub(&c->e->waiting, 1);
+	stop_waiting(c);
 	atomic_fetch_add(&c->e->n_waited, 1);
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
-	if (r == EINTR && bs_intr_returns_eintr(c->prog_has_tv))
+	if (r == EINTR && !c->op && bs_intr_returns_eintr(c->prog_has_tv))
 		return bs_budget_stop(&c->a.b, BS_STOP_SIGNAL), end_call(c);
 	return AGAIN;
 }
@@ -108,9 +141,10 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 /* Our probe, and the shared table's lock that goes with it, let go. */
 static void release_probe(struct call *c, uint64_t mine)
 {
+	int lock = c->lock;
+	c->lock = -1, c->held = 0;
 	bs_probe_release(c->e, mine);
-	bs_shared_release(c->lock);
-	c->lock = -1;
+	bs_shared_release(lock);
 }
 
 /* Our probe ends: released, its outcome published; returns -err. */
@@ -128,9 +162,15 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 	atomic_store(&c->e->attempt_at, now);
 	uint64_t end = bs_min_u64(shim_end, bs_budget_end(&c->a.b));
 	int err = 0;
-	enum bs_sock_outcome r = bs_sock_attempt(c->fd, c->dest.addr, c->dest.len, end,
-					    end == c->a.b.prog_end && end < shim_end,
-					    c->prog_has_tv, &err);
+	enum bs_sock_outcome r;
+	c->held = mine;
+	atomic_store(&c->in_attempt, 1);
+	if (c->op)
+		r = (err = c->op->attempt(c->op)) ? BS_ATT_FAIL : BS_ATT_OK;
+	else
+		r = bs_sock_attempt(c->fd, c->dest.addr, c->dest.len, end,
+				    end == c->a.b.prog_end && end < shim_end, c->prog_has_tv, &err);
+	atomic_store(&c->in_attempt, 0);
 	switch (r) {
 	case BS_ATT_OK:
 		release_probe(c, mine);
@@ -145,7 +185,7 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 	case BS_ATT_FAIL:
 		break;
 	}
-	if (!bs_config_retries(c->cfg, err))
+	if (!retries(c, err))
 		return probe_ends(c, mine, err);
 	/* a retryable failure: recorded, then published with the probe let
 	 * go; the call goes on unless the program has other addresses to try */
@@ -169,12 +209,12 @@ static int hold_entry(struct call *c)
  * plain connect, exactly as on the fast path, its outcome recorded. */
 static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
 {
-	int r = (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
+	int r = plain_try(c);
 	if (r == 0) {
 		bs_outcome_connected(&c->dest, c->fd, now);
 		return 0;
 	}
-	if (!bs_config_retries(c->cfg, -r))
+	if (!retries(c, -r))
 		return r;
 	record_failure_after(c, s, now, -r);
 	return c->fallback ? r : AGAIN;
@@ -287,7 +327,7 @@ static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
 	}
 }
 
-static int retry_loop(struct call *c)
+static int loop(struct call *c)
 {
 	uint64_t longest = bs_policy_longest_wait(&c->cfg->policy);
 	for (;;) {
@@ -300,6 +340,47 @@ static int retry_loop(struct call *c)
 		if (r != AGAIN)
 			return r;
 	}
+}
+
+/* What a call holds while it blocks, let go: when a signal handler
+ * leaves it with siglongjmp (jump.c) or pthread_cancel ends it. A jump
+ * that stays inside the handler lets go early; the call's own release,
+ * which follows, then finds nothing held. */
+static void abandon(struct call *c)
+{
+	stop_waiting(c);
+	if (atomic_exchange(&c->in_attempt, 0)) {
+		release_probe(c, c->held);
+		bs_publish(c->e);
+	}
+}
+
+void bs_engine_abandon(void)
+{
+	for (struct call *c = open_calls; c; c = c->outer)
+		abandon(c);
+	open_calls = NULL;
+}
+
+static void cancelled(void *c)
+{
+	abandon(c);
+	open_calls = ((struct call *)c)->outer;
+}
+
+static int retry_loop(struct call *c)
+{
+	int r;
+	c->held = 0;
+	atomic_init(&c->in_attempt, 0);
+	atomic_init(&c->in_wait, 0);
+	c->outer = open_calls;
+	open_calls = c;
+	pthread_cleanup_push(cancelled, c);
+	r = loop(c);
+	pthread_cleanup_pop(0);
+	open_calls = c->outer;
+	return r;
 }
 
 /* What follows the program's own connect, which failed with err (t0 its
@@ -335,15 +416,15 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	c->tid = bs_gettid();
 	c->lock = -1;
 	uint64_t start = t0 ? t0 : bs_now();
-	c->fallback = bs_res_has_alternative(bs_res(), c->dest.key, bs_dest_host(&c->dest), start,
-					     BS_RES_FALLBACK);
-	uint64_t prog = bs_sock_sndtimeo_ns(c->fd);
+	c->fallback = !c->op && bs_res_has_alternative(bs_res(), c->dest.key,
+						       bs_dest_host(&c->dest), start, BS_RES_FALLBACK);
+	uint64_t prog = c->op ? BS_BUDGET_NO_TIMEOUT : bs_sock_sndtimeo_ns(c->fd);
 	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
 	bs_attempt_init(&c->a, c->cfg, start, prog); /* the call's budget, from start */
 	if (!c->e)
 		c->e = bs_shared_claim(&c->dest, start, c->cfg->policy.max_backoff);
 	if (!c->e)
-		return err ? -err : (int)BS_NEG(bs_real_connect(c->fd, c->dest.addr, c->dest.len));
+		return err ? -err : plain_try(c);
 	uint64_t joined = err ? s : atomic_load(&c->e->state);
 	c->join_fail = bs_state_failures(joined);
 	c->told = NOT_TOLD;
@@ -365,7 +446,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 		      const struct sockaddr *addr, socklen_t len, uint64_t key)
 {
 	struct call c; /* the fast path fills what it uses; backoff_connect the rest */
-	c.cfg = cfg, c.fd = fd, c.dest = (struct bs_dest){key, addr, len};
+	c.cfg = cfg, c.fd = fd, c.op = NULL, c.dest = (struct bs_dest){key, addr, len};
 	c.e = bs_table_find(bs_tab(), key);
 	if (c.e)
 		bs_shared_forget_stale(cfg, c.e);
@@ -401,7 +482,29 @@ int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct soc
 			   socklen_t len, uint64_t key, uint64_t t0, int err)
 {
 	struct call c;
-	c.cfg = cfg, c.fd = fd, c.dest = (struct bs_dest){key, addr, len}, c.e = NULL;
+	c.cfg = cfg, c.fd = fd, c.op = NULL, c.dest = (struct bs_dest){key, addr, len}, c.e = NULL;
 	int r = first_failed(&c, t0, err);
 	return r != AGAIN ? r : backoff_connect(&c, 0, t0, err);
+}
+
+int bs_engine_retry_op(const struct bs_config *cfg, const struct bs_dest *d, struct bs_op *op)
+{
+	struct call c;
+	c.cfg = cfg, c.fd = -1, c.op = op, c.dest = *d;
+	c.e = bs_table_find(bs_tab(), d->key);
+	if (c.e)
+		bs_shared_forget_stale(cfg, c.e);
+	uint64_t s = c.e ? atomic_load(&c.e->state) : 0, t0 = 0;
+	int err = 0;
+	if (bs_state_may_attempt(s)) { /* the program's own attempt */
+		t0 = bs_now();
+		int r = plain_try(&c);
+		if (r == 0) {
+			bs_outcome_connected(&c.dest, -1, t0);
+			return 0;
+		}
+		if (!retries(&c, err = -r))
+			return r;
+	}
+	return backoff_connect(&c, s, t0, err);
 }

@@ -1,9 +1,11 @@
-/* getaddrinfo/freeaddrinfo: remember which destinations one name resolved
- * to, so that a failed connect() to one of them is not waited on while the
- * program still has others to try (see resolv.h). */
+/* getaddrinfo/freeaddrinfo: a name that does not resolve yet retried
+ * where the settings ask (resolve.h); then remember which destinations
+ * one name resolved to, so that a failed connect() to one of them is not
+ * waited on while the program still has others to try (see resolv.h). */
 #include "addr.h"
 #include "clock.h"
 #include "real.h"
+#include "resolve.h"
 #include "rules.h"
 
 #include <string.h>
@@ -12,8 +14,10 @@
 BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo *hints,
 		       struct addrinfo **res)
 {
-	int r = bs_real_getaddrinfo(node, svc, hints, res);
-	if (r != 0 || !res || !bs_active())
+	const struct bs_config *cfg = bs_active();
+	int r = cfg && node && cfg->resolve_any ? bs_resolve(cfg, node, svc, hints, res)
+						  : bs_real_getaddrinfo(node, svc, hints, res);
+	if (r != 0 || !res || !cfg)
 		return r;
 	uint64_t keys[BS_RES_KEYS], hosts[BS_RES_KEYS];
 	unsigned n = 0;
@@ -34,7 +38,7 @@ BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo 
 		bs_res_add(bs_res(), keys, n, now, 0, 0);
 	else if (n >= 2)
 		bs_res_add(bs_res(), hosts, n, now, 0, 1);
-	const struct bs_rules *rules = bs_active()->rules;
+	const struct bs_rules *rules = cfg->rules;
 	if (n && node && rules && rules->n) /* for [dest name:port] sections */
 		bs_res_add(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)), 0);
 	return r;

@@ -10,6 +10,7 @@
 #include "policy.h"
 #include "role.h"
 #include "shared.h"
+#include "util.h"
 #include "sock.h"
 
 #include <errno.h>
@@ -23,7 +24,7 @@ void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t l
 	bs_line_start(l);
 	bs_line_event(l, event);
 	bs_line_fields(l, name, 0, UINT64_MAX, err);
-	bs_line_str(l, "connect ");
+	bs_line_str(l, bs_dest_is_name(addr) ? "resolve " : "connect ");
 	bs_line_str(l, name);
 	bs_line_str(l, ": ");
 }
@@ -156,8 +157,10 @@ static void publish_failure(struct bs_entry *e, const struct bs_dest *d, uint64_
 	uint64_t at = atomic_load(&e->attempt_at);
 	while (at < started && !atomic_compare_exchange_weak(&e->attempt_at, &at, started))
 		;
-	if (d->addr)
-		bs_table_set_addr(bs_tab(), e, d->addr, (uint32_t)d->len);
+	if (d->addr) /* (a name's text is kept as far as it fits) */
+		bs_table_set_addr(bs_tab(), e, d->addr,
+				  bs_dest_is_name(d->addr) ? (uint32_t)bs_min_u64(d->len, BS_TABLE_ADDR_MAX)
+							   : (uint32_t)d->len);
 	bs_res_mark(bs_res(), d->key, bs_dest_host(d), BS_CAND_FAILED, now, BS_RES_HORIZON);
 	if (!bs_entry_fail(e, seen, started, from + delay, f, err, now))
 		return; /* folded into another outcome */
@@ -228,9 +231,10 @@ void bs_outcome_connected(const struct bs_dest *d, int fd, uint64_t t0)
 	bs_publish(e);
 	if (n && bs_log_enabled(BS_LOG_INFO)) {
 		struct bs_line l;
-		bs_outcome_line(&l, d->addr, d->len, "connected", 0);
+		int name = bs_dest_is_name(d->addr);
+		bs_outcome_line(&l, d->addr, d->len, name ? "resolved" : "connected", 0);
 		l.attempt = n + 1;
-		bs_line_str(&l, "connected after ");
+		bs_line_str(&l, name ? "resolved after " : "connected after ");
 		bs_line_u64(&l, n);
 		bs_line_str(&l, n == 1 ? " failed attempt" : " failed attempts");
 		bs_line_emit(&l, BS_LOG_INFO);

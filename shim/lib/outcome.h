@@ -9,9 +9,16 @@
 #ifndef BS_OUTCOME_H
 #define BS_OUTCOME_H
 
+#include "addr.h"
 #include "shim.h"
 #include <stdint.h>
 #include <sys/socket.h>
+
+/* Is addr a name lookup's pseudo-address (addr.h)? */
+static inline int bs_dest_is_name(const struct sockaddr *addr)
+{
+	return addr && addr->sa_family == BS_AF_NAME;
+}
 
 struct bs_dest {
 	uint64_t key;

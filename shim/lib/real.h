@@ -36,6 +36,7 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <signal.h>
@@ -43,6 +44,9 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+
+/* glibc declares it only for _FORTIFY_SOURCE builds */
+void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
 
 /* The mark of a definition of an interposed (exported) name; everything
  * else is hidden (-fvisibility=hidden) and the version script hides the

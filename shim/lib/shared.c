@@ -193,7 +193,7 @@ static void say_dest(enum bs_level level, const struct bs_dest *d, const char *w
 	bs_line_start(&l);
 	bs_line_event(&l, "table");
 	bs_line_fields(&l, name, 0, UINT64_MAX, 0);
-	bs_line_str(&l, "connect ");
+	bs_line_str(&l, bs_dest_is_name(d->addr) ? "resolve " : "connect ");
 	bs_line_str(&l, name);
 	bs_line_str(&l, ": ");
 	bs_line_str(&l, what);
