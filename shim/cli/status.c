@@ -255,6 +255,15 @@ static double wall_of(uint64_t mono, uint64_t now_mono, double now_wall)
 	return now_wall - ((double)now_mono - (double)mono) / 1e9;
 }
 
+/* Is the address kept for a slot the one its key k says? A name the
+ * table kept only the start of cannot be checked (and is shown cut). */
+static int addr_is_key(const struct sockaddr *a, uint32_t len, uint64_t k)
+{
+	if (a->sa_family == BS_AF_NAME)
+		return len == BS_TABLE_ADDR_MAX || bs_name_key(a, len) == k;
+	return bs_addr_key(a, len) == k;
+}
+
 /* Slot i as a row, if it is failing or on probation and its address is
  * the one its key says. */
 static int read_row(const struct bs_table *t, unsigned i, uint64_t now, double wall,
@@ -270,7 +279,7 @@ static int read_row(const struct bs_table *t, unsigned i, uint64_t now, double w
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof ss);
 	uint32_t len = bs_table_get_addr(t, i, &ss);
-	if (!len || bs_addr_key((struct sockaddr *)&ss, len) != k ||
+	if (!len || !addr_is_key((struct sockaddr *)&ss, len, k) ||
 	    !bs_addr_format((struct sockaddr *)&ss, len, r->dest, sizeof r->dest))
 		return 0;
 	uint64_t next = bs_state_next_at(s), at = atomic_load(&e->attempt_at);

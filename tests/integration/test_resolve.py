@@ -1,0 +1,232 @@
+"""A name that does not resolve yet (issue 22): `resolve = off|temporary|wait`.
+
+Every test runs a private resolver (dns.private_resolver: timeout:1
+attempts:1) against the fixture's DNS server on 127.0.0.1:53, observes the
+lookups at the server (its query log), and runs the same program without
+the shim where the behaviour must match it.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from dns import EAI_AGAIN, EAI_NONAME, DnsServer, gai, private_resolver
+from lib import (BUILD, LineReader, TestFailure, base_env, check, check_gaps, check_not_delayed,
+                 free_port, new_table, prog, run, shim_env, spawn, finish)
+from servers import HttpServer
+
+CLI = os.path.join(BUILD, "backoffshim")
+
+
+def _lookups(srv, name):
+    """Start times of the lookups of `name` the server saw: glibc asks A and
+    AAAA together, so one A query is one lookup."""
+    return [q.t for q in srv.queries(name, qtype="A")]
+
+
+def _gaps(times):
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+def _ini(text):
+    path = os.path.join(os.path.dirname(new_table()), "resolve-%d.ini" % os.getpid())
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def test_wait_resolves_a_name_that_appears_late_on_the_schedule():
+    env = shim_env(BACKOFFSHIM_RESOLVE="wait")
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        plain = gai("db", base_env())
+        check(plain.code == EAI_NONAME, "without the shim: %r" % (plain,))
+        srv.clear()
+        # the name appears once the shim has looked it up 5 times (both
+        # queries of the 5th lookup answered: a query's answer is decided
+        # when it is logged)
+        p = subprocess.Popen([sys.executable, "-c", "import socket,sys\n"
+                              "print(socket.getaddrinfo('db', 80)[0][4][0])"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(srv.wait_for(10, name="db", timeout=10) >= 10, "lookups: %r" % _lookups(srv, "db"))
+        srv.set("db", "answer", v4=["127.0.0.1"])
+        out, err = p.communicate(timeout=10)
+        check(p.returncode == 0 and out.strip() == "127.0.0.1", "with the shim: %r %r" % (out, err))
+        times = _lookups(srv, "db")
+        check_gaps(_gaps(times[:5]), "lookups")
+        check("resolve db:80: Name or service not known (attempt 1), next attempt in" in err and
+              "resolve db:80: resolved after" in err, "log: %r" % err)
+
+
+def test_temporary_retries_servfail_but_leaves_nxdomain_to_the_program():
+    env = shim_env(BACKOFFSHIM_RESOLVE="temporary", **{"BACKOFFSHIM_MAX_ELAPSED": "20s"})
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        srv.set("late", "servfail")
+        p = spawn([sys.executable, "-c", "import socket\n"
+                   "print(socket.getaddrinfo('late', 80)[0][4][0])"], env)
+        check(srv.wait_for(6, name="late", timeout=10) >= 6, "no retries")
+        srv.set("late", "answer", v4=["127.0.0.1"])
+        rc, out, err = finish(p, 10)
+        check(rc == 0 and out.strip() == "127.0.0.1", "servfail then an answer: %r %r" % (out, err))
+        # NXDOMAIN is not temporary: the program learns it at once, as without the shim
+        plain = gai("missing", base_env())
+        n_plain = len(_lookups(srv, "missing"))
+        shim = gai("missing", env)
+        check(plain.code == shim.code == EAI_NONAME, "codes %r %r" % (plain, shim))
+        check(len(_lookups(srv, "missing")) == 2 * n_plain, "lookups %r" % _lookups(srv, "missing"))
+        check_not_delayed("an NXDOMAIN under temporary", plain.seconds, shim.seconds,
+                          wait=0.05)
+
+
+def test_off_by_default_every_failure_is_the_programs():
+    env = shim_env()
+    with DnsServer(default="servfail") as srv, private_resolver():
+        plain = gai("flaky", base_env())
+        n_plain = len(_lookups(srv, "flaky"))
+        shim = gai("flaky", env)
+        check(plain.code == shim.code == EAI_AGAIN, "codes %r %r" % (plain, shim))
+        check(len(_lookups(srv, "flaky")) == 2 * n_plain, "lookups %r" % _lookups(srv, "flaky"))
+
+
+def test_the_budget_ends_the_wait_with_the_real_error():
+    env = shim_env(BACKOFFSHIM_RESOLVE="temporary", BACKOFFSHIM_MAX_ELAPSED="600ms")
+    with DnsServer(default="servfail") as srv, private_resolver():
+        r = subprocess.run([sys.executable, "-c", "import socket\n"
+                            "try: socket.getaddrinfo('down', 80)\n"
+                            "except socket.gaierror as e: print(e.errno)"],
+                           env=env, capture_output=True, text=True, timeout=20)
+        check(r.stdout.strip() == str(EAI_AGAIN), "result %r %r" % (r.stdout, r.stderr))
+        check("resolve down:80: giving up after" in r.stderr and
+              "Temporary failure in name resolution" in r.stderr, "log %r" % r.stderr)
+        n = len(_lookups(srv, "down"))
+        check(3 <= n <= 8, "%d lookups in a 600 ms budget (50 ms, x1.6)" % n)
+
+
+def test_a_dest_section_picks_the_names_that_wait():
+    ini = _ini("[dest db:*]\nresolve = wait\n[dest cache:6379]\nresolve = temporary\n")
+    env = shim_env(BACKOFFSHIM_CONFIG=ini, BACKOFFSHIM_MAX_ELAPSED="500ms")
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        other = gai("other", env)
+        check(other.code == EAI_NONAME and len(_lookups(srv, "other")) == 1,
+              "a name with no section: %r %r" % (other, _lookups(srv, "other")))
+        db = gai("db", env)
+        check(db.code == EAI_NONAME and len(_lookups(srv, "db")) >= 3,
+              "db:* waits: %r %r" % (db, _lookups(srv, "db")))
+        cache = gai("cache", env)  # (gai asks for port 80: not cache:6379's)
+        check(len(_lookups(srv, "cache")) == 1, "cache:80: %r" % _lookups(srv, "cache"))
+
+
+def test_curl_reaches_a_server_whose_name_appears_late():
+    port = free_port()
+    ini = _ini("[dest web:*]\nresolve = wait\n")
+    url = "http://web:%d/" % port
+    cmd = ["curl", "-sS", "--max-time", "15", url]
+    with DnsServer(default="nxdomain") as srv, private_resolver(), HttpServer(port):
+        rc, out, err = run(cmd, base_env())
+        check(rc == 6, "without the shim curl cannot resolve: rc=%d %r" % (rc, err))
+        p = spawn(cmd, shim_env(BACKOFFSHIM_CONFIG=ini))
+        check(srv.wait_for(6, name="web", timeout=10) >= 6, "no retries")
+        srv.set("web", "answer", v4=["127.0.0.1"])
+        rc, out, err = finish(p, 20)
+        check(rc == 0 and "hello from server" in out, "with the shim: rc=%d %r %r" % (rc, out, err))
+
+
+def test_processes_waiting_on_one_name_share_one_lookup_per_step():
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_RESOLVE="wait",
+                   BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="400ms",
+                   BACKOFFSHIM_MAX_ELAPSED="30s")
+    code = "import socket\nprint(socket.getaddrinfo('herd', 80)[0][4][0])"
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        first = spawn([sys.executable, "-c", code], env)
+        check(srv.wait_for(2, name="herd", qtype="A", timeout=10) >= 2, "no retry")
+        n0 = len(_lookups(srv, "herd"))
+        others = [spawn([sys.executable, "-c", code], env) for _ in range(5)]
+        got = srv.wait_for(n0 + 6, name="herd", qtype="A", timeout=15)
+        after = _lookups(srv, "herd")[n0:n0 + 6]
+        srv.set("herd", "answer", v4=["127.0.0.1"])
+        outs = [finish(p, 15) for p in [first] + others]
+    check(all(rc == 0 and out.strip() == "127.0.0.1" for rc, out, _ in outs),
+          "results: %r" % [(rc, out, err[-200:]) for rc, out, err in outs])
+    # one schedule for all six: lookups at least one step (200 ms, jitter
+    # 0.2) apart; six schedules would send the newcomers' lookups together
+    gaps = _gaps(after)
+    check(got >= n0 + 6 and min(gaps) >= 0.8 * 0.2 - 0.05,
+          "lookups after 5 newcomers joined, gaps: %r" % [round(g, 3) for g in gaps])
+
+
+def _left_then_newcomer(mode):
+    """lookupjump leaves a lookup of a dropped name (`mode`: jump or cancel)
+    while the shim's retry holds the probe; a newcomer must not wait for
+    that probe's deadline (min_connect_timeout, 20 s here)."""
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_RESOLVE="temporary",
+                   BACKOFFSHIM_MIN_CONNECT_TIMEOUT="20s", BACKOFFSHIM_MAX_ELAPSED="30s")
+    with DnsServer(default="drop") as srv, private_resolver(timeout=1, attempts=1):
+        p = subprocess.Popen([prog("lookupjump"), mode, "gone"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lines = LineReader(p)
+        try:
+            check(lines.wait_for(lambda l: l == "ready", 5), "not ready: %r" % lines.lines)
+            # the second lookup is the shim's retry: it holds the probe
+            check(srv.wait_for(2, name="gone", qtype="A", timeout=10) >= 2, "no retry")
+            p.send_signal(signal.SIGUSR1)
+            check(lines.wait_for(lambda l: l == "left", 5), "never left: %r" % lines.lines)
+            left = time.monotonic()
+            n = len(_lookups(srv, "gone"))
+            newcomer = spawn([sys.executable, "-c", "import socket\n"
+                              "print(socket.getaddrinfo('gone', 80)[0][4][0])"], env)
+            got = srv.wait_for(n + 1, name="gone", qtype="A", timeout=10)
+            first = _lookups(srv, "gone")[n] if got > n else None
+            newcomer.kill()
+            finish(newcomer, 5)
+        finally:
+            p.stdin.close()
+            p.wait(timeout=10)
+    check(first is not None and first - left < 1.5,
+          "the newcomer's first lookup %s after the %s" % (
+              "never came" if first is None else "came %.2fs" % (first - left), mode))
+
+
+def test_a_lookup_left_by_siglongjmp_holds_nothing():
+    _left_then_newcomer("jump")
+
+
+def test_a_lookup_ended_by_pthread_cancel_holds_nothing():
+    _left_then_newcomer("cancel")
+
+
+def test_wget_dns_timeout_is_kept():
+    """wget --dns-timeout leaves getaddrinfo with siglongjmp from SIGALRM:
+    its own timeout stands, with or without the shim."""
+    port = free_port()
+    cmd = ["wget", "-q", "-O", "/dev/null", "--tries=1", "--dns-timeout=1",
+           "http://slow:%d/" % port]
+    env = shim_env(BACKOFFSHIM_RESOLVE="temporary", BACKOFFSHIM_MAX_ELAPSED="20s")
+    with DnsServer(default="drop") as srv, private_resolver(timeout=3, attempts=1):
+        t0 = time.monotonic()
+        rc_plain, _, err_plain = run(cmd, base_env())
+        plain = time.monotonic() - t0
+        t0 = time.monotonic()
+        rc, _, err = run(cmd, env)
+        shim = time.monotonic() - t0
+    check(rc == rc_plain != 0, "wget exit %d with the shim, %d without (%r)" % (
+        rc, rc_plain, err[-300:]))
+    check_not_delayed("wget --dns-timeout=1", plain, shim)
+
+
+def test_status_lists_a_name_that_is_backing_off():
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_RESOLVE="wait",
+                   BACKOFFSHIM_MAX_ATTEMPTS="2")
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        r = gai("pending", env)
+        check(r.code == EAI_NONAME, "%r" % (r,))
+    p = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
+                       text=True, timeout=10)
+    check(p.returncode == 0, "status: %r" % (p,))
+    rows = json.loads(p.stdout)
+    check(len(rows) == 1 and rows[0]["destination"] == "pending:80" and
+          rows[0]["last_error"] == "EAI_NONAME" and rows[0]["failures"] == 2,
+          "status rows: %r" % rows)
