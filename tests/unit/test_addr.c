@@ -461,6 +461,50 @@ static void test_truncation(void **state)
 	}
 }
 
+/* A name lookup's pseudo-address: text, key, parts, and never a socket's. */
+static void test_name_addr(void **state)
+{
+	(void)state;
+	struct bs_name_addr a, b;
+	const struct sockaddr *sa = (const struct sockaddr *)&a;
+	socklen_t len = bs_name_addr(&a, "DB.internal", "5432");
+	assert_true(len > 0);
+	assert_int_equal(bs_addr_kind(sa, len), BS_ADDR_OTHER);
+	assert_int_equal(bs_addr_key(sa, len), 0);
+	char buf[64];
+	bs_addr_format(sa, len, buf, sizeof buf);
+	assert_string_equal(buf, "DB.internal:5432");
+	unsigned port;
+	assert_int_equal(bs_name_parts(sa, len, &port), strlen("DB.internal"));
+	assert_int_equal(port, 5432);
+	/* names are case-insensitive; the service is part of the key */
+	socklen_t lb = bs_name_addr(&b, "db.INTERNAL", "5432");
+	uint64_t k = bs_name_key(sa, len);
+	assert_true(k != 0);
+	assert_int_equal(bs_name_key((const struct sockaddr *)&b, lb), k);
+	lb = bs_name_addr(&b, "db.internal", "5433");
+	assert_true(bs_name_key((const struct sockaddr *)&b, lb) != k);
+	/* the table keeps bits 62-63 for itself */
+	assert_int_equal(k >> 62, 0);
+	/* no service; a named service has no port */
+	lb = bs_name_addr(&b, "cache", NULL);
+	assert_int_equal(bs_name_parts((const struct sockaddr *)&b, lb, &port), 5);
+	assert_int_equal(port, 0);
+	lb = bs_name_addr(&b, "cache", "redis");
+	assert_int_equal(bs_name_parts((const struct sockaddr *)&b, lb, &port), 5);
+	assert_int_equal(port, 0);
+	lb = bs_name_addr(&b, "cache", "99999");
+	bs_name_parts((const struct sockaddr *)&b, lb, &port);
+	assert_int_equal(port, 0);
+	/* too long to keep: 0, and a socket address is no name */
+	char big[200];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_int_equal(bs_name_addr(&b, big, "1"), 0);
+	struct sockaddr_in in = {.sin_family = AF_INET};
+	assert_int_equal(bs_name_key((const struct sockaddr *)&in, sizeof in), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +520,7 @@ int main(void)
 		cmocka_unit_test(test_host_key),
 		cmocka_unit_test(test_keys_nonzero_distinct),
 		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_name_addr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

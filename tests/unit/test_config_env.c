@@ -30,6 +30,7 @@ static const struct var ALL_ENV[] = {
 	{"BACKOFFSHIM_RANDOMIZATION_FACTOR", "0.1"},
 	{"BACKOFFSHIM_MAX_RANDOMIZATION", "30s"},
 	{"BACKOFFSHIM_NONBLOCKING", "pace"},
+	{"BACKOFFSHIM_RESOLVE", "wait"},
 	{"BACKOFFSHIM_HEALTHY_AFTER", "2500ms"},
 	{"BACKOFFSHIM_LOG", "debug"},
 	{"BACKOFFSHIM_LOG_FILE", "/tmp/bs.log"},
@@ -48,12 +49,13 @@ static const char *const ALL_KEYS[][2] = {
 	{"backoff", "unix"}, {"backoff", "policy"}, {"backoff", "jitter_mode"},
 	{"backoff", "delays"}, {"backoff", "up_multiplier"}, {"backoff", "down_multiplier"},
 	{"backoff", "down_threshold"}, {"backoff", "randomization_factor"},
-	{"backoff", "max_randomization"}, {"backoff", "nonblocking"}, {"backoff", "healthy_after"},
+	{"backoff", "max_randomization"}, {"backoff", "nonblocking"}, {"backoff", "resolve"},
+	{"backoff", "healthy_after"},
 	{"log", "level"}, {"log", "file"}, {"backoff", "seed"}, {"backoff", "disable"},
 	{"backoff", "shared"}, {"log", "time"}, {"log", "format"},
 };
 #define NVARS (sizeof ALL_KEYS / sizeof ALL_KEYS[0])
-_Static_assert(NVARS == 26, "one entry per BACKOFFSHIM_* variable");
+_Static_assert(NVARS == 27, "one entry per BACKOFFSHIM_* variable");
 _Static_assert(sizeof ALL_ENV / sizeof ALL_ENV[0] == NVARS + 1, "ALL_ENV matches ALL_KEYS");
 
 static void test_env_all(void **state)
@@ -86,6 +88,7 @@ static void test_env_all(void **state)
 	assert_true(c.policy.randomization_factor == 0.1);
 	assert_int_equal(c.policy.max_randomization, 30 * SEC);
 	assert_int_equal(c.nonblocking, BS_NB_PACE);
+	assert_int_equal(c.resolve, BS_RESOLVE_WAIT);
 	assert_int_equal(c.healthy_after, 2500 * MS);
 	assert_int_equal(c.log_level, BS_LOG_DEBUG);
 	assert_string_equal(c.log_file, "/tmp/bs.log");
@@ -148,7 +151,7 @@ static void test_env_bad_values(void **state)
 	static const char *bad[] = {
 		"0", "0.5", "1.5", "soon", "-1s", "1e9", "nan", "ENOPE", "maybe",
 		"fibonacci", "half", "1s,,2s", "0.5", "1.5", "-1", "2", "soon",
-		"sometimes", "-1s", "loud", "", "-3", "2", "relative/path", "sometimes", "xml",
+		"sometimes", "always", "-1s", "loud", "", "-3", "2", "relative/path", "sometimes", "xml",
 	};
 	_Static_assert(sizeof bad / sizeof bad[0] == NVARS, "one bad value per variable");
 	const struct bs_config def = defaults();

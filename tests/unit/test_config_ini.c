@@ -139,6 +139,7 @@ static void test_bad_value_keeps_previous(void **state)
 		{"backoff", "retry_on", "EPIPE", "EPIPE EBOGUS"},
 		{"backoff", "unix", "on", "sometimes"},
 		{"backoff", "nonblocking", "pace", "sometimes"},
+		{"backoff", "resolve", "temporary", "always"},
 		{"backoff", "healthy_after", "30s", "-1s"},
 		{"backoff", "seed", "7", "seven"},
 		{"backoff", "disable", "true", "2"},

@@ -30,6 +30,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.max_elapsed, 5 * 60 * SEC);
 	assert_int_equal(c.unix_sockets, 0);
 	assert_int_equal(c.nonblocking, BS_NB_AUTO);
+	assert_int_equal(c.resolve, BS_RESOLVE_OFF);
 	assert_int_equal(c.healthy_after, 10 * SEC);
 	assert_int_equal(c.disable, 0);
 	assert_int_equal(c.log_level, 2);

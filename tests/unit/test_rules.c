@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "addr.h"
 #include "config.h"
 #include "rules.h"
 
@@ -120,6 +121,44 @@ static void test_names_and_unix(void **state)
 	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, sizeof un, NULL, NULL) < 0);
 }
 
+/* [dest NAME:*] and name lookups (getaddrinfo's pseudo-addresses) */
+static void test_name_lookups(void **state)
+{
+	(void)state;
+	struct bs_spec s;
+	const char *why;
+	struct bs_name_addr a;
+	const struct sockaddr *sa = (const struct sockaddr *)&a;
+	assert_int_equal(bs_spec_parse("db:*", &s, &why), 0);
+	assert_int_equal(s.kind, BS_SPEC_NAME);
+	assert_int_equal(s.port, 0);
+	struct bs_spec dbi;
+	assert_int_equal(bs_spec_parse("db.internal:*", &dbi, &why), 0);
+	assert_true(score_at(&dbi, "10.0.0.7", 1234, name_has_42) > 0); /* its addresses, any port */
+	socklen_t len = bs_name_addr(&a, "DB", "5432");
+	assert_true(bs_spec_score(&s, sa, len, NULL, NULL) > 0);
+	len = bs_name_addr(&a, "db", NULL);
+	assert_true(bs_spec_score(&s, sa, len, NULL, NULL) > 0);
+	len = bs_name_addr(&a, "dbx", "5432");
+	assert_true(bs_spec_score(&s, sa, len, NULL, NULL) < 0);
+	/* NAME:PORT beats NAME:*, which beats *:PORT; addresses never match */
+	struct bs_spec exact, port, addr;
+	assert_int_equal(bs_spec_parse("db:5432", &exact, &why), 0);
+	assert_int_equal(bs_spec_parse("*:5432", &port, &why), 0);
+	assert_int_equal(bs_spec_parse("10.0.0.0/8", &addr, &why), 0);
+	len = bs_name_addr(&a, "db", "5432");
+	int se = bs_spec_score(&exact, sa, len, NULL, NULL), sw = bs_spec_score(&s, sa, len, NULL, NULL),
+	    sp = bs_spec_score(&port, sa, len, NULL, NULL);
+	assert_true(se > sw && sw > sp && sp > 0);
+	assert_true(bs_spec_score(&addr, sa, len, NULL, NULL) < 0);
+	len = bs_name_addr(&a, "db", "http");
+	assert_true(bs_spec_score(&exact, sa, len, NULL, NULL) < 0);
+	assert_true(bs_spec_score(&port, sa, len, NULL, NULL) < 0);
+	/* a name without a port, or a bare '*:*', is still refused */
+	assert_int_equal(bs_spec_parse("db", &s, &why), -1);
+	assert_int_equal(bs_spec_parse("*:*", &s, &why), -1);
+}
+
 static unsigned nreports, lines[8];
 static char whys[8][200];
 
@@ -197,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_matching_and_precedence),
 		cmocka_unit_test(test_names_and_unix),
+		cmocka_unit_test(test_name_lookups),
 		cmocka_unit_test(test_sections_and_ambiguity),
 		cmocka_unit_test(test_env_rules),
 	};
