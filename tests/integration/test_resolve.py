@@ -230,3 +230,23 @@ def test_status_lists_a_name_that_is_backing_off():
     check(len(rows) == 1 and rows[0]["destination"] == "pending:80" and
           rows[0]["last_error"] == "EAI_NONAME" and rows[0]["failures"] == 2,
           "status rows: %r" % rows)
+
+
+def test_getent_and_python_create_connection_wait_for_the_name():
+    port = free_port()
+    ini = _ini("[dest api:*]\nresolve = wait\n")
+    env = shim_env(BACKOFFSHIM_CONFIG=ini)
+    py = [sys.executable, "-c", "import socket\n"
+          "s = socket.create_connection(('api', %d), timeout=10)\nprint('connected')" % port]
+    with DnsServer(default="nxdomain") as srv, private_resolver(), HttpServer(port):
+        rc_plain, _, _ = run(["getent", "ahosts", "api"], base_env())
+        rc_py, _, err_py = run(py, base_env())
+        check(rc_plain == 2 and rc_py == 1 and "gaierror" in err_py,
+              "without the shim: getent %d, python %d %r" % (rc_plain, rc_py, err_py[-200:]))
+        srv.clear()
+        procs = [spawn(["getent", "ahosts", "api"], env), spawn(py, env)]
+        check(srv.wait_for(6, name="api", timeout=10) >= 6, "no retries")
+        srv.set("api", "answer", v4=["127.0.0.1"])
+        (rc, out, err), (rc2, out2, err2) = [finish(p, 15) for p in procs]
+    check(rc == 0 and "127.0.0.1" in out, "getent: %d %r %r" % (rc, out, err))
+    check(rc2 == 0 and out2.strip() == "connected", "python: %d %r %r" % (rc2, out2, err2))
