@@ -1,8 +1,8 @@
 /* resolv: resolution records. See resolv.h. */
 #include "resolv.h"
 
-void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
-		uint64_t name, int any_port)
+static struct bs_res *record(struct bs_restab *t, const uint64_t *keys, unsigned n,
+			     uint64_t now, uint64_t name, int any_port)
 {
 	struct bs_res *r = &t->rec[atomic_fetch_add(&t->next, 1) % BS_RES_RECORDS];
 	unsigned m = 0;
@@ -18,7 +18,24 @@ void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t 
 	atomic_store(&r->cand, 0);
 	atomic_store(&r->name, name);
 	atomic_store(&r->any_port, (uint32_t)any_port);
+	atomic_store(&r->lasts, 0);
 	atomic_store(&r->stamp, now ? now : 1);
+	return r;
+}
+
+void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t now,
+		uint64_t name, int any_port)
+{
+	record(t, keys, n, now, name, any_port);
+}
+
+void bs_res_learn_walk(struct bs_restab *t, uint64_t from, uint64_t to, uint64_t now,
+		       uint64_t lasts)
+{
+	uint64_t keys[2] = {from, to};
+	struct bs_res *r = record(t, keys, 2, now, 0, 0);
+	atomic_store(&r->cand, (uint32_t)BS_CAND_FAILED | (uint32_t)BS_CAND_INFLIGHT << 2);
+	atomic_store(&r->lasts, lasts);
 }
 
 /* The newest live record holding key (or host, in a record of any port),
@@ -30,8 +47,9 @@ static struct bs_res *find(struct bs_restab *t, uint64_t key, uint64_t host, uin
 	uint64_t best_stamp = 0;
 	for (unsigned r = 0; r < BS_RES_RECORDS; r++) {
 		struct bs_res *x = &t->rec[r];
-		uint64_t st = atomic_load(&x->stamp);
-		if (!st || st <= best_stamp || (now > st && now - st > horizon) ||
+		uint64_t st = atomic_load(&x->stamp), lasts = atomic_load(&x->lasts);
+		uint64_t h = lasts > horizon ? lasts : horizon;
+		if (!st || st <= best_stamp || (now > st && now - st > h) ||
 		    (name && atomic_load(&x->name) != *name))
 			continue;
 		unsigned n = atomic_load(&x->n);

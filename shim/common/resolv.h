@@ -29,6 +29,8 @@ struct bs_res {
 	_Atomic uint32_t any_port; /* the lookup named no service: its keys
 				    * are addresses alone (port 0), and match
 				    * a connect to any port (its host key) */
+	_Atomic uint64_t lasts;    /* ns it is consulted for, if longer than
+				    * the caller's horizon (a learned walk) */
 };
 
 struct bs_restab {
@@ -45,6 +47,13 @@ void bs_res_add(struct bs_restab *t, const uint64_t *keys, unsigned n, uint64_t 
 /* Did a live resolution of that name yield key? */
 int bs_res_name_has(struct bs_restab *t, uint64_t name, uint64_t key, uint64_t now,
 		    uint64_t horizon);
+
+/* A walk learned from the program itself: it gave up on `from` (a socket
+ * whose failure the shim was hiding) and went on to `to`. A record of the
+ * two, `from` failed, consulted for `lasts` ns: while `to` has not failed,
+ * `from` has an alternative, as if one resolution had named both. */
+void bs_res_learn_walk(struct bs_restab *t, uint64_t from, uint64_t to, uint64_t now,
+		       uint64_t lasts);
 
 /* Set the candidate state of a destination in its newest live record:
  * key, or its host key (the address with port 0; 0 if unknown) in a

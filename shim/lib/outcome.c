@@ -13,7 +13,9 @@
 #include "util.h"
 #include "sock.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <string.h>
 
 void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t len,
 		     const char *event, int err)
@@ -255,9 +257,69 @@ void bs_outcome_healthy(uint64_t key)
 		bs_publish(e);
 }
 
+/* A list the program walks by itself (libpq host=A,B, pgJDBC, gRPC's
+ * ipv4:A,B): it closed a socket whose failure the shim was hiding (its
+ * own connect timeout ran out), then at once connected another address on
+ * the same port. That is learned as a resolution of the two would be
+ * (resolv.h): for WALK_LASTS, the address it left has an alternative, so
+ * its next refusal reaches the program at once, while the other has not
+ * failed. A process remembers the last socket it left. */
+#define WALK_WITHIN BS_RES_FALLBACK
+#define WALK_LASTS (600 * BS_NS_PER_SEC)
+
+static _Atomic uint64_t walk_at; /* 0: none; written last, taken by CAS */
+static struct sockaddr_storage walk_addr;
+static socklen_t walk_len;
+
+static unsigned port_of(const struct sockaddr *a, socklen_t len)
+{
+	return bs_addr_kind(a, len) == BS_ADDR_INET ? ntohs(((const struct sockaddr_in *)(const void *)a)->sin_port)
+						    : 0; /* (sin6_port lies there too) */
+}
+
+static void walk_left(int fd)
+{
+	struct sockaddr_storage ss;
+	struct bs_dest d = bs_fd_dest(fd, &ss);
+	if (!d.addr || !port_of(d.addr, d.len))
+		return;
+	memcpy(&walk_addr, d.addr, d.len);
+	walk_len = d.len;
+	atomic_store(&walk_at, bs_now());
+}
+
+static void walk_on(const struct sockaddr *to, socklen_t len, uint64_t key, uint64_t now)
+{
+	uint64_t at = atomic_load(&walk_at);
+	if (!at || now - at > WALK_WITHIN)
+		return;
+	struct sockaddr_storage from;
+	socklen_t flen = walk_len;
+	memcpy(&from, &walk_addr, sizeof from);
+	uint64_t fkey = bs_addr_key((struct sockaddr *)&from, flen);
+	if (fkey == key || port_of((struct sockaddr *)&from, flen) != port_of(to, len) ||
+	    !atomic_compare_exchange_strong(&walk_at, &at, 0))
+		return;
+	bs_res_learn_walk(bs_res(), fkey, key, now, WALK_LASTS);
+	if (bs_log_enabled(BS_LOG_INFO)) {
+		char next[128];
+		bs_addr_format(to, len, next, sizeof next);
+		struct bs_line l;
+		bs_outcome_line(&l, (struct sockaddr *)&from, flen, "walk", 0);
+		l.held_back = 1;
+		bs_line_str(&l, "the program gave up on it and went on to ");
+		bs_line_str(&l, next);
+		bs_line_str(&l, ": it walks a list of its own, so its refusals reach it at once while ");
+		bs_line_str(&l, next);
+		bs_line_str(&l, " has not failed");
+		bs_line_emit(&l, BS_LOG_INFO);
+	}
+}
+
 int bs_outcome_started(const struct bs_config *cfg, int fd, const struct sockaddr *addr,
 		       socklen_t len, uint64_t key, uint64_t t0)
 {
+	walk_on(addr, len, key, t0);
 	int mode = bs_nb_mode(cfg);
 	if (mode != BS_NB_OFF) {
 		bs_fd_track(bs_fds(), fd, BS_FD_CONNECTING, key, t0, t0, addr, len);
@@ -404,6 +466,8 @@ void bs_outcome_closed(int fd)
 		connected_unseen(fd, s);
 		/* fall through */
 	case BS_FD_PARKED:
+		if (atomic_load(&s->state) == BS_FD_PARKED)
+			walk_left(fd); /* (a failure it was hiding) */
 		bs_outcome_probe_learned(fd); /* a probe closed: others may go */
 		break;
 	case BS_FD_PROBATION:

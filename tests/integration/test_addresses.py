@@ -122,3 +122,33 @@ def test_psql_walking_its_host_list_and_the_dest_setting_that_restores_it():
     check(held <= plain + 1.5 * ct, "the default held the first host %.2fs (bound: its "
           "connect_timeout %ds)" % (held - plain, ct))
     check_not_delayed("psql's failover with [dest] nonblocking = pace", plain, paced, wait=ct)
+
+
+def test_a_client_walking_its_own_list_pays_its_timeout_once():
+    """walker (tests/progs/walker.c) walks 127.0.0.1 (dead), 127.0.0.2 (a
+    server) with its own 1 s connect timeout, three rounds in one process.
+    The shim hides the first refusal in round 1 (the program's timeout
+    runs out), learns from the program moving on to the second address on
+    the same port that it walks a list, and from then on lets the first
+    address's refusal through at once: rounds 2 and 3 take as long as
+    without the shim."""
+    import socket
+    import time
+    from lib import prog
+    port = free_port()
+    cmd = [prog("walker"), "1000", "3", "127.0.0.1:%d" % port, "127.0.0.2:%d" % port]
+    with socket.socket() as ls:
+        ls.bind(("127.0.0.2", port))
+        ls.listen(64)
+        rc, out, err = run(cmd, base_env())
+        plain = [ln.split() for ln in out.splitlines()]
+        rc2, out2, err2 = run(cmd, shim_env(**{"BACKOFFSHIM_MAX_ELAPSED": "20s"}))
+        shim = [ln.split() for ln in out2.splitlines()]
+    want = "127.0.0.2:%d" % port
+    check(rc == rc2 == 0 and len(plain) == len(shim) == 3 and
+          all(r[2] == want for r in plain + shim), "plain %r, shim %r %r" % (out, out2, err2))
+    check(900 <= float(shim[0][3]) <= 1500, "round 1 with the shim: %r (its own 1 s timeout)"
+          % shim[0])
+    for i in (1, 2):
+        check_not_delayed("round %d" % (i + 1), float(plain[i][3]) / 1e3, float(shim[i][3]) / 1e3)
+    check("it walks a list of its own" in err2, "no line about the walk: %r" % err2)

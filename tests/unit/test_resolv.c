@@ -256,6 +256,28 @@ static void test_ring_wraps(void **state)
 	assert_true(bs_res_has_alternative(t, 0x1000 + 5, 0, now, HORIZON));
 }
 
+/* A learned walk: the address left has an alternative for `lasts`, past
+ * the callers' horizon, while the one it went on to has not failed. */
+static void test_learned_walk(void **state)
+{
+	struct bs_restab *t = *state;
+	bs_res_learn_walk(t, A, B, NOW, 600 * SEC);
+	assert_true(bs_res_has_alternative(t, A, 0, NOW + 1, HORIZON));
+	assert_true(bs_res_has_alternative(t, A, 0, NOW + 300 * SEC, HORIZON));
+	assert_false(bs_res_has_alternative(t, A, 0, NOW + 601 * SEC, HORIZON));
+	/* B's alternative, A, has failed: B's failures are waited on */
+	assert_false(bs_res_has_alternative(t, B, 0, NOW + 1, HORIZON));
+	/* once B fails too, A has nowhere to go either */
+	bs_res_mark(t, B, 0, BS_CAND_FAILED, NOW + 2, HORIZON);
+	assert_false(bs_res_has_alternative(t, A, 0, NOW + 3, HORIZON));
+	/* a new walk learns it again; an ordinary record keeps its horizon */
+	bs_res_learn_walk(t, A, B, NOW + 4, 600 * SEC);
+	assert_true(bs_res_has_alternative(t, A, 0, NOW + 5, HORIZON));
+	uint64_t keys[2] = {C, D};
+	bs_res_add(t, keys, 2, NOW, 0, 0);
+	assert_false(bs_res_has_alternative(t, C, 0, NOW + HORIZON + 1, HORIZON));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +289,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newest_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_any_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_learned_walk, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
