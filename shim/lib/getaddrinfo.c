@@ -44,12 +44,6 @@ BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo 
 	return r;
 }
 
-int bs_name_has(void *ctx, uint64_t name, uint64_t key)
-{
-	(void)ctx;
-	return bs_res_name_has(bs_res(), name, key, bs_now(), BS_RES_HORIZON);
-}
-
 /* Records outlive the result: CPython, for one, frees it before connecting;
  * they expire after BS_RES_HORIZON instead. */
 BS_API void freeaddrinfo(struct addrinfo *res) { bs_real_freeaddrinfo(res); }

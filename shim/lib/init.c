@@ -357,6 +357,12 @@ struct bs_restab *bs_res(void)
 	return &g_res;
 }
 
+int bs_name_has(void *ctx, uint64_t name, uint64_t key)
+{
+	(void)ctx;
+	return bs_res_name_has(bs_res(), name, key, bs_now(), BS_RES_HORIZON);
+}
+
 uint64_t bs_random(void)
 {
 	uint64_t k = atomic_fetch_add_explicit(&g_draws, 1, memory_order_relaxed);
