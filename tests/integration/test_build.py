@@ -68,3 +68,13 @@ def test_preloaded_run_is_valgrind_clean():
     rc, out, err, gaps = late_server_run(cmd, shim_env(), port, syns_before=3, timeout=60)
     check(rc == 0, "valgrind run: rc=%d err=%r" % (rc, err[-1500:]))
     check("server says: hello" in out, "no greeting: %r" % out)
+
+
+def test_no_circle_of_files_in_shim_lib():
+    """shim/lib is layered: a file calls only files below it (docs/layout.md).
+    scripts/lib-circles counts circles from the object files' symbols."""
+    root = os.path.dirname(BUILD)
+    r = subprocess.run([os.path.join(root, "scripts", "lib-circles"),
+                        os.path.join(BUILD, "obj")], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0 and re.search(r"^circles: 0 ", r.stdout, re.M),
+          "lib-circles: %r %r" % (r.stdout[-1500:], r.stderr[-300:]))
