@@ -37,7 +37,7 @@ int bs_cli_find_library(const char *argv0, char out[4096], int say);
  * one getopt_long returned, its value checked as the library would check
  * it: 0, or sub's usage error (BS_EXIT_USAGE, after the message). */
 #define BS_CLI_OPT_SETTING 256
-#define BS_CLI_SETTINGS 9
+#define BS_CLI_SETTINGS 10
 struct option;
 void bs_cli_setting_options(struct option *out);
 int bs_cli_take_setting(const char *sub, int opt, const char *value);

@@ -52,6 +52,8 @@ static const char help_text[] =
 	"  --pace               never sleep on non-blocking sockets: fail a connect\n"
 	"                       inside the backoff window at once\n"
 	"                       (BACKOFFSHIM_NONBLOCKING=pace)\n"
+	"  --resolve MODE       off, temporary or wait: retry a name that does not\n"
+	"                       resolve yet (BACKOFFSHIM_RESOLVE)\n"
 	"  --log LEVEL          off, error, info or debug (BACKOFFSHIM_LOG)\n"
 	"  -h, --help           show this help\n"
 	"\n"
@@ -85,6 +87,7 @@ static const struct {
 	{"policy", "policy", "BACKOFFSHIM_POLICY", NULL},
 	{"log", "log", "BACKOFFSHIM_LOG", NULL},
 	{"pace", NULL, "BACKOFFSHIM_NONBLOCKING", "pace"},
+	{"resolve", "resolve", "BACKOFFSHIM_RESOLVE", NULL},
 };
 _Static_assert(BS_ARRAY_SIZE(settings) == BS_CLI_SETTINGS, "BS_CLI_SETTINGS counts them");
 enum { OPT_CONFIG = BS_CLI_OPT_SETTING + BS_CLI_SETTINGS };
