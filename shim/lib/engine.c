@@ -46,6 +46,7 @@ struct call {
 	uint64_t held;            /* our probe word */
 	_Atomic int in_attempt, in_wait;
 	struct call *outer;       /* the call this one interrupted, if any */
+	int listed;               /* in open_calls (a jump took it out) */
 };
 
 /* The engine calls of this thread, innermost first (a signal handler may
@@ -103,6 +104,17 @@ static void record_failure_after(struct call *c, uint64_t s, uint64_t t0, int er
 	record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
 }
 
+/* Back from a wait or an attempt: if a jump inside a signal handler took
+ * the call out of open_calls, it is alive after all and goes back in. */
+static void still_open(struct call *c)
+{
+	if (!c->listed) {
+		c->outer = open_calls;
+		open_calls = c;
+		c->listed = 1;
+	}
+}
+
 /* The call counts as a waiter no more (once, however it leaves). */
 static void stop_waiting(struct call *c)
 {
@@ -131,6 +143,8 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	atomic_store(&c->in_wait, 1);
 	int r = bs_wait((const uint32_t *)&c->e->seq, seq, until);
 	stop_waiting(c);
+	still_open(c);
+	pthread_testcancel(); /* (a cancel arrives as EINTR here) */
 	atomic_fetch_add(&c->e->n_waited, 1);
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
 	if (r == EINTR && !c->op && bs_intr_returns_eintr(c->prog_has_tv))
@@ -171,6 +185,7 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 		r = bs_sock_attempt(c->fd, c->dest.addr, c->dest.len, end,
 				    end == c->a.b.prog_end && end < shim_end, c->prog_has_tv, &err);
 	atomic_store(&c->in_attempt, 0);
+	still_open(c);
 	switch (r) {
 	case BS_ATT_OK:
 		release_probe(c, mine);
@@ -357,15 +372,19 @@ static void abandon(struct call *c)
 
 void bs_engine_abandon(void)
 {
-	for (struct call *c = open_calls; c; c = c->outer)
+	for (struct call *c = open_calls; c; c = c->outer) {
 		abandon(c);
+		c->listed = 0;
+	}
 	open_calls = NULL;
 }
 
-static void cancelled(void *c)
+static void cancelled(void *p)
 {
+	struct call *c = p;
 	abandon(c);
-	open_calls = ((struct call *)c)->outer;
+	if (c->listed)
+		open_calls = c->outer;
 }
 
 static int retry_loop(struct call *c)
@@ -376,10 +395,12 @@ static int retry_loop(struct call *c)
 	atomic_init(&c->in_wait, 0);
 	c->outer = open_calls;
 	open_calls = c;
+	c->listed = 1;
 	pthread_cleanup_push(cancelled, c);
 	r = loop(c);
 	pthread_cleanup_pop(0);
-	open_calls = c->outer;
+	if (c->listed)
+		open_calls = c->outer;
 	return r;
 }
 

@@ -11,6 +11,7 @@
 #define JUMP(name)                                                  \
 	BS_API void name(struct __jmp_buf_tag env[1], int val)        \
 	{                                                           \
+		bs_real_jumped();                                   \
 		bs_engine_abandon();                                \
 		bs_real_##name(env, val);                           \
 		__builtin_unreachable();                            \

@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <string.h>
 
 void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t len,
@@ -33,7 +34,7 @@ void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t l
 
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
 {
-	err = err ? err : ECONNREFUSED;
+	err = err ? err : bs_dest_is_name(d->addr) ? BS_ERR_EAI(EAI_AGAIN) : ECONNREFUSED;
 	struct bs_entry *e = bs_table_find(bs_tab(), d->key);
 	if (e)
 		atomic_fetch_add(&e->n_giveups, 1);

@@ -26,6 +26,11 @@ __attribute__((noinline)) static void *look_up(void *_Atomic *slot, const char *
 	return p;
 }
 
+void bs_real_jumped(void)
+{
+	in_dlsym = 0; /* a jump out of a signal handler leaves any dlsym */
+}
+
 /* Fallbacks that take more than one system call. */
 
 /* poll(2) as ppoll(2): asm-generic has no poll. */

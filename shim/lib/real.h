@@ -71,6 +71,10 @@ void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn
 #undef BS_REAL
 #undef BS_REAL_VOID
 
+/* A longjmp left this thread's frames (jump.c): a dlsym it was inside of
+ * (a signal handler ran during one) is left too. */
+void bs_real_jumped(void);
+
 /* Resolve everything now (called from the constructor). */
 void bs_real_resolve_all(void);
 

@@ -250,3 +250,75 @@ def test_getent_and_python_create_connection_wait_for_the_name():
         (rc, out, err), (rc2, out2, err2) = [finish(p, 15) for p in procs]
     check(rc == 0 and "127.0.0.1" in out, "getent: %d %r %r" % (rc, out, err))
     check(rc2 == 0 and out2.strip() == "connected", "python: %d %r %r" % (rc2, out2, err2))
+
+
+def test_errno_after_a_retried_lookup_is_libcs():
+    """A program that perror()s after getaddrinfo prints what it printed
+    without the shim: the shim's own waits leave nothing in errno."""
+    env = shim_env(BACKOFFSHIM_RESOLVE="wait", BACKOFFSHIM_MAX_ELAPSED="300ms")
+    with DnsServer(default="nxdomain"), private_resolver():
+        plain = run([prog("gaierrno"), "nosuch"], base_env())
+        shim = run([prog("gaierrno"), "nosuch"], env)
+    check(plain[0] == shim[0] == 0 and plain[1] == shim[1], "without the shim %r, with it %r"
+          % (plain[1], shim[1]))
+    check("giving up" in shim[2], "the lookup was not retried: %r" % shim[2])
+
+
+def test_a_name_that_resolved_starts_its_next_outage_afresh():
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_RESOLVE="wait",
+                   BACKOFFSHIM_MAX_ELAPSED="5s")
+    code = "import socket\nprint(socket.getaddrinfo('blip', 80)[0][4][0])"
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        for outage in (1, 2):
+            srv.clear()
+            srv.set("blip", "nxdomain")
+            p = spawn([sys.executable, "-c", code], env)
+            check(srv.wait_for(6, name="blip", timeout=10) >= 6, "no retries")
+            srv.set("blip", "answer", v4=["127.0.0.1"])
+            rc, out, err = finish(p, 10)
+            check(rc == 0 and "resolved after 3 failed attempts" in err,
+                  "outage %d: %r %r" % (outage, out, err))
+            check("(attempt 1)" in err and "(attempt 4)" not in err,
+                  "outage %d did not start afresh: %r" % (outage, err))
+
+
+def test_a_jump_inside_a_handler_then_out_of_connect_leaves_no_waiter():
+    """jumptwice: the first signal's handler longjmps inside itself (the
+    connect goes on waiting), the second leaves the connect with
+    siglongjmp; the process stays alive. Nothing it held is left held:
+    status counts no waiter."""
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="300ms",
+                   BACKOFFSHIM_MAX_BACKOFF="300ms")
+    p = subprocess.Popen([prog("jumptwice"), str(port)], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = LineReader(p)
+    try:
+        check(lines.wait_for(lambda l: l == "ready", 5), "not ready: %r" % lines.lines)
+        rows = _wait_rows(table, lambda r: r["waiting_threads"] == 1)
+        p.send_signal(signal.SIGUSR1)
+        check(lines.wait_for(lambda l: l == "inner", 5), "no first handler: %r" % lines.lines)
+        # the call goes on: its next wait (after another attempt) counts again
+        rows = _wait_rows(table, lambda r: r["failed_attempts"] >= 2 and r["waiting_threads"] == 1)
+        p.send_signal(signal.SIGUSR1)
+        check(lines.wait_for(lambda l: l == "left", 5), "never left: %r" % lines.lines)
+        rows = _wait_rows(table, lambda r: r["waiting_threads"] == 0)
+        check(rows[0]["waiting_processes"] == 0, "still counted: %r" % rows)
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+
+
+def _wait_rows(table, pred, timeout=5.0):
+    end = time.monotonic() + timeout
+    rows = []
+    while time.monotonic() < end:
+        r = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
+                           text=True, timeout=10)
+        rows = json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else []
+        if rows and pred(rows[0]):
+            return rows
+        time.sleep(0.05)
+    raise TestFailure("status never matched: %r" % rows)
