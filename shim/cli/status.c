@@ -57,7 +57,8 @@ static const char reset_usage[] =
 	"Usage: backoffshim reset DEST | --all [--table NAME | --user NAME]\n"
 	"\n"
 	"Clears the backoff state of DEST (ADDR:PORT or [V6]:PORT, as in [dest]\n"
-	"sections) or of every destination, and wakes every process waiting on it:\n"
+	"sections, or a name lookup's NAME:SERVICE as status shows it) or of every\n"
+	"destination, and wakes every process waiting on it:\n"
 	"their next attempt goes out at once (a parked non-blocking socket within\n"
 	"250 ms). --all also rebuilds a damaged table.\n"
 	"\n"
@@ -588,6 +589,21 @@ static unsigned rebuild(struct bs_table *t)
 	return fixed;
 }
 
+/* A name lookup backing off (`resolve`), written as status shows it. */
+static uint64_t name_key_of(const char *text)
+{
+	char node[BS_NAME_TEXT];
+	struct bs_name_addr a;
+	const char *colon = strrchr(text, ':');
+	size_t n = colon ? (size_t)(colon - text) : strlen(text);
+	if (!n || n >= sizeof node)
+		return 0;
+	memcpy(node, text, n);
+	node[n] = '\0';
+	socklen_t len = bs_name_addr(&a, node, colon ? colon + 1 : NULL);
+	return len ? bs_name_key((struct sockaddr *)&a, len) : 0;
+}
+
 int bs_cmd_reset(int argc, char **argv)
 {
 	struct opts o = {TEXT, NULL, NULL, 0, 0, NULL};
@@ -597,9 +613,11 @@ int bs_cmd_reset(int argc, char **argv)
 	struct bs_cli_dest d;
 	uint64_t key = 0;
 	if (o.dest) {
-		if (bs_cli_dest_parse(o.dest, &d) || d.is_name)
-			return bs_cli_usage("reset", "'%s' is not ADDR:PORT or [V6]:PORT", o.dest);
-		key = bs_addr_key((struct sockaddr *)&d.ss, d.len);
+		if (!bs_cli_dest_parse(o.dest, &d) && !d.is_name)
+			key = bs_addr_key((struct sockaddr *)&d.ss, d.len);
+		else if (!(key = name_key_of(o.dest)))
+			return bs_cli_usage("reset", "'%s' is not ADDR:PORT, [V6]:PORT or NAME[:SERVICE]",
+					    o.dest);
 	}
 	struct where w;
 	int absent, damaged;

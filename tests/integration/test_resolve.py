@@ -322,3 +322,17 @@ def _wait_rows(table, pred, timeout=5.0):
             return rows
         time.sleep(0.05)
     raise TestFailure("status never matched: %r" % rows)
+
+
+def test_reset_takes_a_name_as_status_shows_it():
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_RESOLVE="wait",
+                   BACKOFFSHIM_MAX_ATTEMPTS="2")
+    with DnsServer(default="nxdomain"), private_resolver():
+        check(gai("stuck", env).code == EAI_NONAME, "no lookup")
+    r = subprocess.run([CLI, "reset", "--table", table, "stuck:80"], capture_output=True,
+                       text=True, timeout=10)
+    check(r.returncode == 0 and "reset stuck:80 (2 failures)" in r.stdout, "reset: %r" % (r,))
+    r = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
+                       text=True, timeout=10)
+    check(json.loads(r.stdout) == [], "still listed: %r" % r.stdout)
