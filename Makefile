@@ -30,13 +30,20 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROG_SRC   := $(wildcard tests/progs/*.c)
 PROG_BIN   := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 BENCH_BIN  := $(BUILD)/bench/connect_bench
+# Programs LD_PRELOAD cannot reach, for the seccomp engine (issue 23): the
+# static Go clients of tests/go (one main package a directory) and a static
+# C client (tests/static).
+GO_DIRS    := $(patsubst tests/go/%/main.go,%,$(wildcard tests/go/*/main.go))
+GO_BIN     := $(GO_DIRS:%=$(BUILD)/go/%)
+GO_SRC     := tests/go/go.mod $(shell find tests/go -name '*.go' 2>/dev/null)
+STATIC_BIN := $(BUILD)/static/cstatic
 MAN_LIBDIR ?= $(PREFIX)/lib
 MAN_PAGES  := $(BUILD)/man/backoffshim.1 $(BUILD)/man/backoffshim.ini.5
 
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all man deps test-deps check cross-check unit integration demo bench herd herd500 install uninstall deb clean FORCE
+.PHONY: all man deps test-deps check cross-check go-progs unit integration demo bench herd herd500 install uninstall deb clean FORCE
 all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
@@ -89,12 +96,38 @@ $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -o $@ $< -lpthread
 
+# Go: static (CGO_ENABLED=0), offline (GOPROXY=off; the module has no
+# dependencies), every cache under build/; the toolchain found is used
+# (GOTOOLCHAIN=local for Go 1.21 and later). Without go, go-progs says SKIPPED
+# and the tests that need the binaries report SKIP.
+GO         ?= go
+GO_ENV     := CGO_ENABLED=0 GO111MODULE=on GOFLAGS=-mod=readonly GOPROXY=off GOSUMDB=off \
+              GOWORK=off GOENV=off GOTOOLCHAIN=local GOTELEMETRY=off \
+              GOCACHE=$(abspath $(BUILD))/go-cache GOPATH=$(abspath $(BUILD))/go-path \
+              GOMODCACHE=$(abspath $(BUILD))/go-path/pkg/mod
+
+$(BUILD)/go/%: $(GO_SRC)
+	@mkdir -p $(dir $@)
+	cd tests/go && $(GO_ENV) $(GO) build -trimpath -buildvcs=false -o $(abspath $@) ./$*
+
+go-progs:
+	@if command -v $(GO) >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory $(GO_BIN); \
+	else \
+	    echo "go-progs: SKIPPED, no $(GO) (apt-get install golang-go)"; \
+	fi
+
+$(STATIC_BIN): tests/static/cstatic.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -static -o $@ $<
+
 $(BENCH_BIN): tests/bench/connect_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lpthread
 
-check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(BENCH_BIN) | test-deps
+check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(STATIC_BIN) $(BENCH_BIN) | test-deps
 	@$(MAKE) --no-print-directory cross-check
+	@$(MAKE) --no-print-directory go-progs
 	@scripts/check.sh $(UNIT_BIN)
 
 # The library compiled (not linked: no aarch64 libinih) for aarch64, whose
@@ -132,7 +165,8 @@ $(CROSS_DIR)/obj/%.o: %.c $(LIB_HDRS) $(CROSS_DIR)/inc/ini.h
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $(VALGRIND) $$t || exit 1; done
 
-integration: $(SO) $(CLI) $(PROG_BIN) | test-deps
+integration: $(SO) $(CLI) $(PROG_BIN) $(STATIC_BIN) | test-deps
+	@$(MAKE) --no-print-directory go-progs
 	@python3 tests/integration/run.py
 
 demo: $(SO) $(BUILD)/progs/legacy_client

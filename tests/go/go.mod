@@ -1,0 +1,3 @@
+module backoffshim.test/go
+
+go 1.19
