@@ -7,6 +7,7 @@
  * match the destination it names (both as IPv4 and as IPv4-mapped IPv6).
  */
 #include "fuzz.h"
+#include "addr.h"
 #include "rules.h"
 
 #include <netinet/in.h>
@@ -65,7 +66,10 @@ static void well_formed(const char *text, const struct bs_spec *s)
 		FZ_CHECK(!strncmp(text, "unix:", 5) && text[5], "%s: unix spec", fz_str(text));
 		return;
 	case BS_SPEC_NAME:
-		FZ_CHECK(s->port && s->hash, "%s: name without port or hash", fz_str(text));
+		/* a port, or NAME:* (any port) */
+		FZ_CHECK((s->port || (strlen(text) > 2 && !strcmp(text + strlen(text) - 2, ":*"))) &&
+				 s->hash,
+			 "%s: name without port or hash", fz_str(text));
 		return;
 	case BS_SPEC_PORT:
 		FZ_CHECK(s->port, "%s: *:port without a port", fz_str(text));
@@ -114,6 +118,23 @@ static void matches_itself(const char *text, const struct bs_spec *s)
 		FZ_CHECK(sc == 4000, "%s: a resolved address scores %d", fz_str(text), sc);
 		sc = score_inet(&v4, lo, port, 0, name_no);
 		FZ_CHECK(sc == -1, "%s: an unresolved address scores %d", fz_str(text), sc);
+		/* a lookup of the name (getaddrinfo's pseudo-address) matches it */
+		const char *colon = strrchr(text, ':'), *from = text;
+		char node[256], svc[8];
+		if (*from == '[') /* ("[name]:port" is read as the name) */
+			from++, colon = strchr(from, ']');
+		size_t n = (size_t)(colon - from);
+		if (!colon || n >= sizeof node)
+			return;
+		memcpy(node, from, n);
+		node[n] = '\0';
+		snprintf(svc, sizeof svc, "%u", port);
+		struct bs_name_addr na;
+		socklen_t len = bs_name_addr(&na, node, svc);
+		if (!len)
+			return;
+		sc = bs_spec_score(s, (struct sockaddr *)&na, len, NULL, NULL);
+		FZ_CHECK(sc >= 4000, "%s: a lookup of its name scores %d", fz_str(text), sc);
 		return;
 	}
 	case BS_SPEC_PORT: {
