@@ -9,22 +9,11 @@
 #ifndef BS_OUTCOME_H
 #define BS_OUTCOME_H
 
-#include "addr.h"
+#include "dest.h"
 #include "shim.h"
 #include <stdint.h>
 #include <sys/socket.h>
 
-/* Is addr a name lookup's pseudo-address (addr.h)? */
-static inline int bs_dest_is_name(const struct sockaddr *addr)
-{
-	return addr && addr->sa_family == BS_AF_NAME;
-}
-
-struct bs_dest {
-	uint64_t key;
-	const struct sockaddr *addr; /* for log lines; may be NULL */
-	socklen_t len;
-};
 /* A destination's host key (its address with port 0), for resolution
  * records of lookups that named no service (resolv.h); 0 if unknown. */
 uint64_t bs_dest_host(const struct bs_dest *d);

@@ -5,7 +5,7 @@
 #include "policy.h"
 #include "clock.h"
 #include "log.h"
-#include "outcome.h" /* (struct bs_dest) */
+#include "dest.h"
 #include "ret.h"
 #include "shim.h"
 #include "shtab.h"
