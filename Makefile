@@ -22,7 +22,9 @@ COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 LIB_OBJ    := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 SO         := $(BUILD)/libbackoffshim.so
 CLI_SRC    := $(wildcard shim/cli/*.c)
-CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+# the seccomp engine (shim/sup) runs inside the command: `run --engine seccomp`
+SUP_SRC    := $(wildcard shim/sup/*.c)
+CLI_OBJ    := $(CLI_SRC:%.c=$(BUILD)/obj/%.o) $(SUP_SRC:%.c=$(BUILD)/obj/%.o)
 CLI        := $(BUILD)/backoffshim
 
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -74,7 +76,11 @@ $(BUILD)/prefix.stamp: FORCE
 $(BUILD)/obj/shim/cli/%.o: shim/cli/%.c $(wildcard shim/cli/*.h shim/common/*.h) \
 		$(BUILD)/prefix.stamp | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ishim/cli -DBS_PREFIX='"$(PREFIX)"' -DBS_MULTIARCH='"$(MULTIARCH)"' -c $< -o $@
+	$(CC) $(CFLAGS) -Ishim/cli -Ishim/sup -DBS_PREFIX='"$(PREFIX)"' -DBS_MULTIARCH='"$(MULTIARCH)"' -c $< -o $@
+
+$(BUILD)/obj/shim/sup/%.o: shim/sup/%.c $(wildcard shim/sup/*.h shim/cli/*.h shim/common/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ishim/sup -Ishim/cli -c $< -o $@
 
 $(CLI): $(CLI_OBJ) $(COMMON_OBJ) | deps
 	$(CC) $(CFLAGS) -Wl,-z,relro -Wl,-z,now -o $@ $(CLI_OBJ) $(COMMON_OBJ) \
