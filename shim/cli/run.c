@@ -2,9 +2,12 @@
 #include "cli.h"
 
 #include "elfinfo.h"
+#include "log.h"
 #include "readfile.h"
+#include "sup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -55,6 +58,7 @@ static const char help_text[] =
 	"  --resolve MODE       off, temporary or wait: retry a name that does not\n"
 	"                       resolve yet (BACKOFFSHIM_RESOLVE)\n"
 	"  --log LEVEL          off, error, info or debug (BACKOFFSHIM_LOG)\n"
+	"  --engine E           auto (the default), preload or seccomp; see below\n"
 	"  -h, --help           show this help\n"
 	"\n"
 	"Durations take a unit: ns, us, ms, s, m, h or d (a bare number is seconds).\n"
@@ -63,9 +67,15 @@ static const char help_text[] =
 	"DIR/../lib/" LIB_NAME ", DIR/../" PACKAGED "), then as\n"
 	"  " BS_PREFIX "/lib/" LIB_NAME " or " BS_PREFIX "/" PACKAGED ".\n"
 	"\n"
-	"Before it runs CMD it looks at it: a static binary, a Go program or a\n"
-	"setuid/setgid one gets one warning line (the shim will have no effect on it,\n"
-	"and why); CMD runs anyway.\n"
+	"Engines: preload appends the library to LD_PRELOAD and execs CMD in place.\n"
+	"seccomp stays CMD's parent and retries its connects from outside through a\n"
+	"seccomp filter, for programs the library cannot reach: static binaries and\n"
+	"Go programs (Linux 6.9 or later). It forwards signals and exits with CMD's\n"
+	"status (128+N for signal N). auto picks seccomp for a static or Go program\n"
+	"(or a script whose interpreter is one) and preload otherwise, never seccomp\n"
+	"for a setuid/setgid or file-capability program; --log debug says which.\n"
+	"A program neither engine can act on gets one warning line, and runs anyway;\n"
+	"so does one whose engine is not available here (the line says why).\n"
 	"\n"
 	"Exit status: CMD's own; 125 on a usage error, a bad value or when the\n"
 	"library is not found; 126 if CMD cannot be run; 127 if CMD is not found\n"
@@ -90,7 +100,7 @@ static const struct {
 	{"resolve", "resolve", "BACKOFFSHIM_RESOLVE", NULL},
 };
 _Static_assert(BS_ARRAY_SIZE(settings) == BS_CLI_SETTINGS, "BS_CLI_SETTINGS counts them");
-enum { OPT_CONFIG = BS_CLI_OPT_SETTING + BS_CLI_SETTINGS };
+enum { OPT_CONFIG = BS_CLI_OPT_SETTING + BS_CLI_SETTINGS, OPT_ENGINE };
 
 void bs_cli_setting_options(struct option *out)
 {
@@ -273,14 +283,19 @@ static int script_interpreter(const unsigned char *head, size_t n, char *interp,
 	return len > 0;
 }
 
-/* Why the shim cannot act on the program in path, or NULL; a script is
- * judged by its interpreter. A file this user may run but not read is
- * judged by its set-id bits alone. */
-static const char *why_no_effect(const char *path, int depth)
+/* What a program is to the engines (a script is judged by its
+ * interpreter). */
+enum program { PLAIN, SECURE, STATIC, GO };
+
+/* What the program in path is, and why the preloaded library cannot act
+ * on it (NULL: it can). A file this user may run but not read is judged
+ * by its set-id bits alone. */
+static const char *why_no_effect(const char *path, int depth, enum program *what)
 {
 	static char why[PATH_MAX + 64];
 	static unsigned char head[64 * 1024]; /* (a script's is done with before recursing) */
 	struct stat st;
+	*what = PLAIN;
 	if (stat(path, &st) != 0)
 		return NULL;
 	FILE *f = fopen(path, "rb");
@@ -289,7 +304,7 @@ static const char *why_no_effect(const char *path, int depth)
 		fclose(f);
 	char interp[PATH_MAX];
 	if (depth < 4 && script_interpreter(head, n, interp, sizeof interp)) {
-		const char *inner = why_no_effect(interp, depth + 1);
+		const char *inner = why_no_effect(interp, depth + 1, what);
 		if (!inner || inner == why)
 			return inner;
 		snprintf(why, sizeof why, "its interpreter %s: %s", interp, inner);
@@ -297,33 +312,100 @@ static const char *why_no_effect(const char *path, int depth)
 	}
 	enum bs_elf_kind kind = bs_elf_kind(head, n);
 	if ((kind != BS_ELF_UNKNOWN || !f) && execs_securely(path, &st))
-		return "it is setuid/setgid or has file capabilities, and the loader ignores LD_PRELOAD for it";
+		return *what = SECURE,
+		       "it is setuid/setgid or has file capabilities, and the loader ignores LD_PRELOAD for it";
 	if (kind == BS_ELF_STATIC)
-		return "it is statically linked, so nothing is preloaded into it";
+		return *what = STATIC, "it is statically linked, so nothing is preloaded into it";
 	if (kind == BS_ELF_GO)
-		return "it is a Go program, which connects without the C library";
+		return *what = GO, "it is a Go program, which connects without the C library";
 	return NULL;
 }
 
-/* One warning line if the shim cannot act on cmd; cmd runs anyway. */
-static void warn_if_no_effect(const char *cmd)
+enum engine { AUTO, PRELOAD, SECCOMP };
+
+/* The engine for cmd, with at most one warning line: a program neither
+ * engine can act on, or an engine this machine cannot run, runs anyway. */
+static enum engine choose_engine(const char *cmd, enum engine asked)
 {
 	char path[PATH_MAX];
-	if (!find_command(cmd, path, sizeof path))
-		return; /* execvp reports it */
-	const char *why = why_no_effect(path, 0);
-	if (why)
+	enum program what = PLAIN;
+	const char *why = find_command(cmd, path, sizeof path) ? why_no_effect(path, 0, &what) : NULL;
+	enum engine e = asked != AUTO ? asked : what == STATIC || what == GO ? SECCOMP : PRELOAD;
+	const char *off = NULL;
+	if (e == SECCOMP && what == SECURE) {
+		off = "no_new_privs would take its privileges";
+		e = PRELOAD;
+	} else if (e == SECCOMP && (off = bs_sup_unavailable()))
+		e = PRELOAD;
+	if (off)
+		fprintf(stderr, "backoffshim run: warning: the seccomp engine cannot run %s: %s; "
+				"running it %s\n", path, off, what == PLAIN ? "with the preload engine" : "as it is");
+	else if (e == PRELOAD && why)
 		fprintf(stderr, "backoffshim run: warning: the shim will have no effect on %s: %s\n",
 			path, why);
+	return e;
+}
+
+/* The settings the seccomp engine applies, loaded as the library loads
+ * them; their problems on stderr in the library's words. */
+static void report(void *ctx, const char *origin, unsigned line, const char *key,
+		   const char *value, const char *why)
+{
+	struct bs_line l;
+	(void)ctx;
+	bs_config_describe(&l, origin, line, key, value, why);
+	bs_line_emit_fd(&l, 2);
+}
+
+static const char *get_env(void *ctx, const char *name)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
+static void setup_log(const struct bs_config *c, const char *cmd)
+{
+	struct bs_log_style st = {.json = c->log_json};
+	const char *base = strrchr(cmd, '/');
+	snprintf(st.program, sizeof st.program, "%s", base ? base + 1 : cmd);
+	st.time = c->log_time == 1 || (c->log_time < 0 && c->log_file[0]);
+	bs_log_set_style(&st);
+	int fd = c->log_file[0] ? open(c->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+								O_NONBLOCK | O_NOCTTY, 0644)
+				: -1;
+	bs_log_setup((enum bs_level)c->log_level, fd);
+}
+
+static int run_seccomp(char **argv)
+{
+	static struct bs_config cfg;
+	static struct bs_rules rules;
+	bs_config_load_rules(&cfg, &rules, get_env, bs_read_file_libc, report, NULL);
+	setup_log(&cfg, argv[0]);
+	if (cfg.log_level >= BS_LOG_DEBUG)
+		fprintf(stderr, "backoffshim run: engine seccomp\n");
+	fflush(NULL);
+	return bs_sup_run(argv, &cfg);
+}
+
+static int parse_engine(const char *v, enum engine *e)
+{
+	static const char *const names[] = {"auto", "preload", "seccomp"};
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(v, names[i]))
+			return *e = (enum engine)i, 0;
+	return bs_cli_usage("run", "--engine '%s': expected auto, preload or seccomp", v);
 }
 
 static int run_main(int argc, char **argv)
 {
-	struct option longopts[BS_CLI_SETTINGS + 3];
+	struct option longopts[BS_CLI_SETTINGS + 4];
+	enum engine engine = AUTO;
 	bs_cli_setting_options(longopts);
 	longopts[BS_CLI_SETTINGS] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
-	longopts[BS_CLI_SETTINGS + 1] = (struct option){"help", no_argument, NULL, 'h'};
-	longopts[BS_CLI_SETTINGS + 2] = (struct option){NULL, 0, NULL, 0};
+	longopts[BS_CLI_SETTINGS + 1] = (struct option){"engine", required_argument, NULL, OPT_ENGINE};
+	longopts[BS_CLI_SETTINGS + 2] = (struct option){"help", no_argument, NULL, 'h'};
+	longopts[BS_CLI_SETTINGS + 3] = (struct option){NULL, 0, NULL, 0};
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
@@ -332,6 +414,9 @@ static int run_main(int argc, char **argv)
 				return BS_EXIT_USAGE;
 		} else if (c == OPT_CONFIG) {
 			if (set_config_file(optarg))
+				return BS_EXIT_USAGE;
+		} else if (c == OPT_ENGINE) {
+			if (parse_engine(optarg, &engine))
 				return BS_EXIT_USAGE;
 		} else if (c == 'h') {
 			fputs(help_text, stdout);
@@ -343,6 +428,8 @@ static int run_main(int argc, char **argv)
 	if (optind >= argc)
 		return bs_cli_usage("run", "missing the command to run (run [OPTIONS] -- CMD [ARGS...])");
 
+	if (choose_engine(argv[optind], engine) == SECCOMP)
+		return run_seccomp(argv + optind);
 	char lib[PATH_MAX];
 	if (bs_cli_find_library(bs_cli_argv0, lib, 1))
 		return EXIT_RUN_ERROR;
@@ -350,7 +437,6 @@ static int run_main(int argc, char **argv)
 		fprintf(stderr, "backoffshim run: cannot set LD_PRELOAD: %s\n", strerror(errno));
 		return EXIT_RUN_ERROR;
 	}
-	warn_if_no_effect(argv[optind]);
 	execvp(argv[optind], argv + optind);
 	int err = errno;
 	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[optind], strerror(err));

@@ -4,6 +4,7 @@
 #include "real.h"
 #include "ret.h"
 #include "role.h"
+#include "sfilter.h"
 #include "shared.h"
 #include "shim.h"
 #include "util.h"
@@ -275,6 +276,15 @@ static int fresh_path_fits(void)
 	       !bs_log_enabled(BS_LOG_DEBUG);
 }
 
+/* Does a supervisor (backoffshim run --engine seccomp, sfilter.h) retry
+ * this process's connects? Then the library passes them through: one
+ * engine per connect, never a wait inside a wait. */
+static int supervised(void)
+{
+	return syscall(SYS_prctl, BS_SUP_PRCTL_OPTION, 0, 0, 0, 0) == -1 &&
+	       errno == BS_SUP_PRCTL_ERRNO;
+}
+
 __attribute__((constructor)) static void init(void)
 {
 	int expect = ST_NONE;
@@ -285,7 +295,7 @@ __attribute__((constructor)) static void init(void)
 	const char *dis = get_env(NULL, "BACKOFFSHIM_DISABLE");
 	int off = 0;
 	const char *why;
-	if (dis && bs_parse_bool(dis, &off, &why) == 0 && off) {
+	if ((dis && bs_parse_bool(dis, &off, &why) == 0 && off) || supervised()) {
 		atomic_store(&g_state, ST_OFF);
 		errno = saved;
 		return;

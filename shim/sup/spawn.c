@@ -1,0 +1,299 @@
+/* spawn: the seccomp engine's process shell (see sup.h): the availability
+ * check, the child that installs the filter and execs the program, and
+ * the parent's one event loop. */
+#include "sup.h"
+
+#include "clock.h"
+#include "config.h"
+#include "sfilter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/capability.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+/* (6.6; older headers lack them) */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+/* The signals a supervisor forwards (as tini): the rest keep their
+ * default action on it, so that job control stops it with the program. */
+static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM};
+
+enum { EV_LISTENER = 1, EV_SIGNAL = 2, EV_CHILD = 3 };
+
+static int may_skip_no_new_privs(void)
+{
+	/* CAP_SYS_ADMIN lets a filter in without no_new_privs (seccomp(2)) */
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) != 0)
+		return 0;
+	return (d[CAP_SYS_ADMIN / 32].effective >> (CAP_SYS_ADMIN % 32)) & 1;
+}
+
+/* In the child: the filter, its listener returned (or -1, errno). */
+static int install_filter(void)
+{
+	struct sock_filter code[BS_SFILTER_MAX];
+	struct sock_fprog prog = {(unsigned short)bs_sfilter_build(code, 1), code};
+	if (!may_skip_no_new_privs() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+			    &prog);
+}
+
+/* The calls the engine needs, tried on this process (a throwaway child
+ * tries the filter): a phrase naming the first refused, or NULL. */
+static const char *probe_calls(void)
+{
+	int fds[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+		return "socketpair failed";
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), PIDFD_THREAD);
+	int dup = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fds[0], 0);
+	const char *why = NULL;
+	if (pidfd < 0)
+		why = errno == EINVAL ? "pidfd_open(PIDFD_THREAD) needs Linux 6.9"
+				      : "pidfd_open is refused";
+	else if (dup < 0)
+		why = "pidfd_getfd is refused (a container needs CAP_SYS_PTRACE for it)";
+	else if (syscall(SYS_kcmp, getpid(), getpid(), 0 /* KCMP_FILE */, fds[0], dup) != 0)
+		why = "kcmp is refused (a container needs CAP_SYS_PTRACE for it)";
+	close(fds[0]), close(fds[1]);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (dup >= 0)
+		close(dup);
+	return why;
+}
+
+const char *bs_sup_unavailable(void)
+{
+	const char *why = probe_calls();
+	if (why)
+		return why;
+	static char text[160];
+	pid_t pid = fork();
+	if (pid < 0)
+		return "fork failed";
+	if (pid == 0) {
+		int l = install_filter();
+		int e = l >= 0 ? 0 : errno;
+		char byte = 0;
+		struct iovec local = {&byte, 1}, remote = {&byte, 1};
+		if (!e && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
+			e = 1000;
+		if (!e && syscall(SYS_io_uring_setup, 1, &(char[120]){0}) < 0)
+			e = 1001;
+		_exit(e > 255 ? e - 1000 + 200 : e);
+	}
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+	if (code == 0)
+		return NULL;
+	if (code == 200)
+		return "process_vm_readv is refused (a container needs CAP_SYS_PTRACE for it)";
+	if (code == 201)
+		return "io_uring is refused (disabled by sysctl or the container's profile)";
+	if (code == EBUSY)
+		return "another seccomp supervisor already watches this process";
+	snprintf(text, sizeof text, "a seccomp filter cannot be installed: %s", strerror(code));
+	return text;
+}
+
+/* ---- the child ---- */
+
+static int send_fd(int sock, int fd)
+{
+	char byte = 'L';
+	struct iovec iov = {&byte, 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			   .msg_controllen = sizeof u.buf};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = {&byte, 1};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			   .msg_controllen = sizeof u.buf};
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	int fd = -1;
+	if (c && c->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(c), sizeof fd);
+	return fd;
+}
+
+static void child(char **argv, int sock, pid_t parent, const sigset_t *old)
+{
+	/* the program dies with its supervisor rather than wait forever on
+	 * connects no one answers (docs/seccomp-engine.md) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(125);
+	int l = install_filter();
+	if (l < 0) {
+		fprintf(stderr, "backoffshim run: cannot install the seccomp filter: %s\n", strerror(errno));
+		_exit(125);
+	}
+	char go;
+	if (send_fd(sock, l) != 0 || read(sock, &go, 1) != 1)
+		_exit(125);
+	close(l);
+	close(sock);
+	sigprocmask(SIG_SETMASK, old, NULL);
+	execvp(argv[0], argv);
+	int err = errno;
+	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[0], strerror(err));
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* ---- the parent ---- */
+
+struct loop {
+	int ep, sigfd, pidfd, listener;
+	pid_t child;
+	int status, exited, listener_gone;
+	struct bs_sup *sup;
+};
+
+static void forward(struct loop *l)
+{
+	struct signalfd_siginfo si;
+	while (read(l->sigfd, &si, sizeof si) == sizeof si) {
+		/* a terminal's signal (SI_KERNEL) reached the program's whole
+		 * process group already: not twice */
+		if (si.ssi_code != SI_KERNEL && !l->exited)
+			kill(l->child, (int)si.ssi_signo);
+	}
+}
+
+static void reap(struct loop *l)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)l->child, &si, WEXITED | WNOHANG) != 0 || si.si_pid != l->child)
+		return;
+	l->exited = 1;
+	l->status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, l->pidfd, NULL);
+}
+
+static int wait_ms(struct loop *l)
+{
+	uint64_t due = l->sup ? bs_sup_next_due(l->sup) : UINT64_MAX, now = bs_now();
+	if (due == UINT64_MAX)
+		return -1;
+	return due <= now ? 0 : (int)((due - now) / BS_NS_PER_MS + 1);
+}
+
+static void run_loop(struct loop *l)
+{
+	while (!l->exited || !l->listener_gone) {
+		struct epoll_event ev[16];
+		int n = epoll_wait(l->ep, ev, 16, wait_ms(l));
+		for (int i = 0; i < n; i++) {
+			uint64_t d = ev[i].data.u64;
+			if (d == EV_SIGNAL)
+				forward(l);
+			else if (d == EV_CHILD)
+				reap(l);
+			else if (d == EV_LISTENER && (ev[i].events & EPOLLIN))
+				bs_sup_on_notification(l->sup);
+			else if (d == EV_LISTENER) { /* no process is under the filter */
+				l->listener_gone = 1;
+				epoll_ctl(l->ep, EPOLL_CTL_DEL, l->listener, NULL);
+			} else
+				bs_sup_on_event(l->sup, d, ev[i].events);
+		}
+		if (l->sup)
+			bs_sup_on_time(l->sup, bs_now());
+	}
+}
+
+static void watch(int ep, int fd, uint64_t data)
+{
+	struct epoll_event ev = {EPOLLIN, {.u64 = data}};
+	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int bs_sup_run(char **argv, const struct bs_config *cfg)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return perror("backoffshim run: socketpair"), 125;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0)
+		return perror("backoffshim run: fork"), 125;
+	if (pid == 0) {
+		close(sv[0]);
+		child(argv, sv[1], parent, &old);
+	}
+	close(sv[1]);
+	struct loop l = {.child = pid, .status = 125};
+	l.ep = epoll_create1(EPOLL_CLOEXEC);
+	l.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	l.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	l.listener = recv_fd(sv[0]);
+	if (l.listener >= 0) {
+		ioctl(l.listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+		l.sup = bs_sup_open(l.listener, l.ep, cfg);
+	}
+	if (!l.sup) {
+		fprintf(stderr, "backoffshim run: the seccomp engine could not start\n");
+		kill(pid, SIGKILL);
+	}
+	watch(l.ep, l.sigfd, EV_SIGNAL);
+	watch(l.ep, l.pidfd, EV_CHILD);
+	if (l.listener >= 0)
+		watch(l.ep, l.listener, EV_LISTENER);
+	l.listener_gone = l.listener < 0;
+	if (write(sv[0], "g", 1) != 1) { /* the child died early: its status tells */
+	}
+	close(sv[0]);
+	run_loop(&l);
+	return l.status;
+}
