@@ -12,6 +12,7 @@
 #include "policy.h"
 #include "proc.h"
 #include "ring.h"
+#include "shared.h"
 #include "table.h"
 #include "util.h"
 
@@ -64,6 +65,7 @@ struct op {
 	const struct bs_config *cfg;
 	struct bs_attempt a;
 	uint64_t due, probe, seen, t0, delay, checked;
+	int lock;         /* the lock file's byte that backs our probe, or -1 */
 };
 
 struct bs_sup {
@@ -72,6 +74,7 @@ struct bs_sup {
 	struct bs_ring *ring;
 	struct bs_table *tab;
 	uint32_t me, own;
+	int shared;       /* the user's shared table (else a private one) */
 	size_t notif_size, resp_size;
 	unsigned nops; /* ops not FREE */
 	struct op ops[MAX_OPS];
@@ -193,7 +196,8 @@ static void let_probe_go(struct bs_sup *s, struct op *o)
 		bs_probe_release(e, o->probe);
 		publish(e);
 	}
-	o->probe = 0;
+	bs_sup_release(o->lock);
+	o->probe = 0, o->lock = -1;
 }
 
 /* The failure of o's attempt (started at o->t0 on state o->seen), as one
@@ -245,7 +249,7 @@ static struct op *op_new(struct bs_sup *s)
 			struct op *o = &s->ops[i];
 			uint32_t gen = o->gen + 1;
 			memset(o, 0, sizeof *o);
-			o->gen = gen, o->dup = -1;
+			o->gen = gen, o->dup = -1, o->lock = -1;
 			s->nops++;
 			return o;
 		}
@@ -371,6 +375,7 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 				bs_probe_release(e, mine);
 				continue;
 			}
+			o->lock = bs_sup_hold_probe(s->tab, e);
 			start_attempt(s, o, e, st, mine, now);
 			return;
 		case BS_WAIT:
@@ -707,15 +712,6 @@ void bs_sup_on_time(struct bs_sup *s, uint64_t now)
 
 /* ---- setup ---- */
 
-static struct bs_table *private_table(void)
-{
-	void *t = NULL;
-	if (posix_memalign(&t, 64, sizeof(struct bs_table)) != 0)
-		return NULL;
-	memset(t, 0, sizeof(struct bs_table));
-	return t;
-}
-
 struct bs_sup *bs_sup_open(int listener, int ep, const struct bs_config *cfg)
 {
 	struct seccomp_notif_sizes sz;
@@ -727,7 +723,7 @@ struct bs_sup *bs_sup_open(int listener, int ep, const struct bs_config *cfg)
 	s->me = (uint32_t)getpid();
 	s->seed = cfg->seed_set ? cfg->seed : bs_mix64((uint64_t)bs_now() ^ s->me);
 	s->ring = bs_ring_open(256);
-	s->tab = private_table();
+	s->tab = bs_sup_table(cfg, &s->shared);
 	if (!s->ring || !s->tab)
 		return free(s->tab), free(s), NULL;
 	struct epoll_event ev = {EPOLLIN, {.u64 = BS_SUP_EV_OWN + MAX_OPS}};
