@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -323,13 +324,29 @@ static const char *why_no_effect(const char *path, int depth, enum program *what
 
 enum engine { AUTO, PRELOAD, SECCOMP };
 
+/* --log debug (or BACKOFFSHIM_LOG=debug): run says which engine. */
+static void say_engine(enum engine e, enum engine asked, enum program what, const char *path)
+{
+	const char *level = getenv("BACKOFFSHIM_LOG");
+	static const char *const kinds[] = {"a dynamic program", "a set-id program",
+					    "a static binary", "a Go program"};
+	if (level && !strcasecmp(level, "debug"))
+		fprintf(stderr, "backoffshim run: engine %s for %s (%s%s)\n",
+			e == SECCOMP ? "seccomp" : "preload", path, kinds[what],
+			asked == AUTO ? "" : ", asked for");
+}
+
 /* The engine for cmd, with at most one warning line: a program neither
  * engine can act on, or an engine this machine cannot run, runs anyway. */
 static enum engine choose_engine(const char *cmd, enum engine asked)
 {
 	char path[PATH_MAX];
 	enum program what = PLAIN;
-	const char *why = find_command(cmd, path, sizeof path) ? why_no_effect(path, 0, &what) : NULL;
+	const char *why = NULL;
+	if (find_command(cmd, path, sizeof path))
+		why = why_no_effect(path, 0, &what);
+	else
+		snprintf(path, sizeof path, "%s", cmd);
 	enum engine e = asked != AUTO ? asked : what == STATIC || what == GO ? SECCOMP : PRELOAD;
 	const char *off = NULL;
 	if (e == SECCOMP && what == SECURE) {
@@ -343,6 +360,7 @@ static enum engine choose_engine(const char *cmd, enum engine asked)
 	else if (e == PRELOAD && why)
 		fprintf(stderr, "backoffshim run: warning: the shim will have no effect on %s: %s\n",
 			path, why);
+	say_engine(e, asked, what, path);
 	return e;
 }
 
@@ -382,8 +400,6 @@ static int run_seccomp(char **argv)
 	static struct bs_rules rules;
 	bs_config_load_rules(&cfg, &rules, get_env, bs_read_file_libc, report, NULL);
 	setup_log(&cfg, argv[0]);
-	if (cfg.log_level >= BS_LOG_DEBUG)
-		fprintf(stderr, "backoffshim run: engine seccomp\n");
 	fflush(NULL);
 	return bs_sup_run(argv, &cfg);
 }
