@@ -333,7 +333,7 @@ static void say_engine(enum engine e, enum engine asked, enum program what, cons
 	if (level && !strcasecmp(level, "debug"))
 		fprintf(stderr, "backoffshim run: engine %s for %s (%s%s)\n",
 			e == SECCOMP ? "seccomp" : "preload", path, kinds[what],
-			asked == AUTO ? "" : ", asked for");
+			asked == e ? ", asked for" : "");
 }
 
 /* The engine for cmd, with at most one warning line: a program neither

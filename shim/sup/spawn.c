@@ -63,65 +63,80 @@ static int install_filter(void)
 			    &prog);
 }
 
-/* The calls the engine needs, tried on this process (a throwaway child
- * tries the filter): a phrase naming the first refused, or NULL. */
-static const char *probe_calls(void)
+/* A byte the availability check reads in its child (the same address
+ * there, after fork). */
+static const char probe_byte = 'p';
+
+/* The calls the engine makes on a traced process, made on `child` (which
+ * holds its end of the socketpair as fd `theirs`): the first refused, as a
+ * phrase with its fix, or NULL. (A Yama ptrace_scope or a container
+ * profile refuses them on another process, not on oneself.) */
+static const char *try_calls(pid_t child, int theirs)
 {
-	int fds[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-		return "socketpair failed";
-	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), PIDFD_THREAD);
-	int dup = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fds[0], 0);
-	const char *why = NULL;
+	int pidfd = (int)syscall(SYS_pidfd_open, child, PIDFD_THREAD);
 	if (pidfd < 0)
-		why = errno == EINVAL ? "pidfd_open(PIDFD_THREAD) needs Linux 6.9"
-				      : "pidfd_open is refused";
-	else if (dup < 0)
-		why = "pidfd_getfd is refused (a container needs CAP_SYS_PTRACE for it)";
-	else if (syscall(SYS_kcmp, getpid(), getpid(), 0 /* KCMP_FILE */, fds[0], dup) != 0)
-		why = "kcmp is refused (a container needs CAP_SYS_PTRACE for it)";
-	close(fds[0]), close(fds[1]);
-	if (pidfd >= 0)
-		close(pidfd);
-	if (dup >= 0)
-		close(dup);
-	return why;
+		return errno == EINVAL ? "pidfd_open(PIDFD_THREAD) needs Linux 6.9 or later"
+				       : "pidfd_open is refused";
+	int dup = (int)syscall(SYS_pidfd_getfd, pidfd, theirs, 0);
+	close(pidfd);
+	if (dup < 0)
+		return "pidfd_getfd is refused (in a container: allow it, or add CAP_SYS_PTRACE)";
+	long same = syscall(SYS_kcmp, child, getpid(), 0 /* KCMP_FILE */, theirs, dup);
+	close(dup);
+	if (same != 0)
+		return "kcmp is refused (in a container: allow it, or add CAP_SYS_PTRACE)";
+	char byte = 0;
+	struct iovec local = {&byte, 1}, remote = {(void *)&probe_byte, 1};
+	if (process_vm_readv(child, &local, 1, &remote, 1, 0) != 1 || byte != probe_byte)
+		return "process_vm_readv is refused (in a container: allow it, or add CAP_SYS_PTRACE)";
+	struct io_uring_params_min {
+		char bytes[120];
+	} params = {{0}};
+	int ring = (int)syscall(SYS_io_uring_setup, 1, &params);
+	if (ring < 0)
+		return "io_uring is refused (sysctl kernel.io_uring_disabled, or the container's profile)";
+	close(ring);
+	return NULL;
+}
+
+static const char *filter_refused(int err)
+{
+	static char text[160];
+	if (err == EBUSY)
+		return "another seccomp supervisor already watches this process (it retries the connects)";
+	if (err == EINVAL)
+		return "the kernel lacks seccomp user notification (Linux 6.9 or later is needed)";
+	snprintf(text, sizeof text, "a seccomp filter cannot be installed: %s", strerror(err));
+	return text;
 }
 
 const char *bs_sup_unavailable(void)
 {
-	const char *why = probe_calls();
-	if (why)
-		return why;
-	static char text[160];
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return "socketpair failed";
 	pid_t pid = fork();
-	if (pid < 0)
-		return "fork failed";
-	if (pid == 0) {
-		int l = install_filter();
-		int e = l >= 0 ? 0 : errno;
-		char byte = 0;
-		struct iovec local = {&byte, 1}, remote = {&byte, 1};
-		if (!e && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
-			e = 1000;
-		if (!e && syscall(SYS_io_uring_setup, 1, &(char[120]){0}) < 0)
-			e = 1001;
-		_exit(e > 255 ? e - 1000 + 200 : e);
+	if (pid == 0) { /* the filter, its errno told; then wait to be examined */
+		close(sv[0]);
+		int err = install_filter() >= 0 ? 0 : errno;
+		char go;
+		if (write(sv[1], &err, sizeof err) == sizeof err)
+			(void)!read(sv[1], &go, 1);
+		_exit(0);
 	}
-	int st = 0;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	close(sv[1]);
+	int err = -1;
+	const char *why = pid < 0 ? "fork failed" : NULL;
+	if (!why && read(sv[0], &err, sizeof err) != sizeof err)
+		why = "the check's child died";
+	else if (!why && err)
+		why = filter_refused(err);
+	else if (!why)
+		why = try_calls(pid, sv[1]);
+	close(sv[0]); /* (the child's read ends) */
+	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
-	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 255;
-	if (code == 0)
-		return NULL;
-	if (code == 200)
-		return "process_vm_readv is refused (a container needs CAP_SYS_PTRACE for it)";
-	if (code == 201)
-		return "io_uring is refused (disabled by sysctl or the container's profile)";
-	if (code == EBUSY)
-		return "another seccomp supervisor already watches this process";
-	snprintf(text, sizeof text, "a seccomp filter cannot be installed: %s", strerror(code));
-	return text;
+	return why;
 }
 
 /* ---- the child ---- */
@@ -254,6 +269,21 @@ static void watch(int ep, int fd, uint64_t data)
 	epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The supervisor keeps no end of the program's stdin and stdout open: a
+ * writer into the program's stdin gets its SIGPIPE when the program
+ * exits, and a reader of its stdout its EOF, even while a daemonised
+ * grandchild keeps the supervisor alive. (stderr stays: the log's.) */
+static void let_go_of_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return;
+	dup2(null, 0);
+	dup2(null, 1);
+	if (null > 1)
+		close(null);
+}
+
 int bs_sup_run(char **argv, const struct bs_config *cfg)
 {
 	sigset_t set, old;
@@ -273,6 +303,7 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 		child(argv, sv[1], parent, &old);
 	}
 	close(sv[1]);
+	let_go_of_stdio();
 	struct loop l = {.child = pid, .status = 125};
 	l.ep = epoll_create1(EPOLL_CLOEXEC);
 	l.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
