@@ -75,7 +75,7 @@ static const char *try_calls(pid_t child, int theirs)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, child, PIDFD_THREAD);
 	if (pidfd < 0)
-		return errno == EINVAL ? "pidfd_open(PIDFD_THREAD) needs Linux 6.9 or later"
+		return errno == EINVAL || errno == ENOSYS ? "pidfd_open(PIDFD_THREAD) needs Linux 6.9 or later"
 				       : "pidfd_open is refused";
 	int dup = (int)syscall(SYS_pidfd_getfd, pidfd, theirs, 0);
 	close(pidfd);

@@ -1,0 +1,179 @@
+"""The seccomp engine (issue 23): its schedule is the library's, shared with
+preloaded programs; a non-blocking program that is not Go is paced and keeps
+its event loop; and when a call the engine needs is refused, the program
+runs as it is, with one line saying why. Each run is compared with the same
+program without the engine in the same test."""
+import os
+import time
+
+from lib import (BUILD, SynSniffer, Server, TestSkip, base_env, check, finish, free_port,
+                 prog, run, shim_env, spawn)
+
+CLI = os.path.join(BUILD, "backoffshim")
+CSTATIC = os.path.join(BUILD, "static", "cstatic")
+DIAL = os.path.join(BUILD, "go", "dial")
+
+
+def need(path):
+    if not os.access(path, os.X_OK):
+        raise TestSkip("%s not built (make go-progs build/static/cstatic)" % path)
+    return path
+
+
+def under(engine, cmd):
+    return [CLI, "run", "--engine", engine, "--"] + cmd
+
+
+def engine_env(**extra):
+    """The scaled schedule and a table of the test's own, no LD_PRELOAD."""
+    return shim_env(LD_PRELOAD=None, **extra)
+
+
+# --- when the engine cannot run ---------------------------------------------
+
+REFUSED = (
+    ("pidfd_getfd", "pidfd_getfd is refused"),
+    ("kcmp", "kcmp is refused"),
+    ("process_vm_readv", "process_vm_readv is refused"),
+    ("io_uring_setup", "io_uring is refused"),
+    ("seccomp", "a seccomp filter cannot be installed"),
+    ("pidfd_open", "pidfd_open is refused"),
+)
+
+
+def test_a_refused_call_runs_the_program_as_it_is_with_one_line():
+    cs = need(CSTATIC)
+    port = free_port()
+    rc0, out0, err0 = run([cs, "127.0.0.1", str(port)], base_env())
+    check(rc0 == 1 and out0.startswith("error errno=ECONNREFUSED"), "plain: %r" % out0)
+    for call, phrase in REFUSED:
+        rc, out, err = run([prog("denycall"), call, "1", "--"] +
+                           under("auto", [cs, "127.0.0.1", str(port)]), engine_env())
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        check(rc == rc0 and out.split(" ms=")[0] == out0.split(" ms=")[0],
+              "%s refused: rc=%d out=%r (plain rc=%d out=%r)" % (call, rc, out, rc0, out0))
+        check(len(lines) == 1 and "warning" in lines[0] and phrase in lines[0],
+              "%s refused: expected one warning naming it, got %r" % (call, err))
+
+
+def test_a_nested_supervisor_leaves_the_connects_to_the_outer_one():
+    cs = need(CSTATIC)
+    port = free_port()
+    env = engine_env()
+    with SynSniffer(port) as sn:
+        p = spawn(under("seccomp", under("seccomp", [cs, "127.0.0.1", str(port)])), env)
+        check(sn.wait_for(3, timeout=5) >= 3, "no retries seen under two supervisors")
+        with Server(port).start():
+            rc, out, err = finish(p, 15)
+    check(rc == 0 and out.startswith("connected"), "rc=%d out=%r err=%r" % (rc, out, err[-400:]))
+    check("another seccomp supervisor" in err, "the inner one did not say why: %r" % err[-400:])
+    gaps = sn.gaps()[:2]
+    check(all(g > 0.03 for g in gaps), "a burst: the connects were retried twice: %r" % gaps)
+
+
+# --- one schedule for Go and preloaded C programs ------------------------------
+
+PY_CONNECT = ("import socket,sys\n"
+              "s=socket.create_connection(('127.0.0.1',int(sys.argv[1])))\n"
+              "print('connected')\n")
+
+
+def test_a_go_program_and_a_preloaded_one_share_one_schedule():
+    dial = need(DIAL)
+    port = free_port()
+    settings = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s")
+    go_env = engine_env(**settings)
+    c_env = shim_env(BACKOFFSHIM_SHARED=go_env["BACKOFFSHIM_SHARED"], **settings)
+    with SynSniffer(port) as sn:
+        go = spawn(under("seccomp", [dial, "127.0.0.1:%d" % port]), go_env)
+        check(sn.wait_for(2, timeout=5) >= 2, "the Go program's retries were not seen")
+        c = spawn(["python3", "-c", PY_CONNECT, str(port)], c_env)
+        joined = len(sn.times)
+        check(sn.wait_for(joined + 4, timeout=8) >= joined + 4, "too few SYNs after the join")
+        after = sn.times[joined + 1:joined + 4]  # (a newcomer may go once at once)
+        with Server(port).start():
+            rc_go, out_go, err_go = finish(go, 10)
+            rc_c, out_c, err_c = finish(c, 10)
+    gaps = [b - a for a, b in zip(after, after[1:])]
+    check(all(g >= 0.8 * 0.2 - 0.03 for g in gaps),
+          "two schedules, not one: SYN gaps %s after the second program joined"
+          % ", ".join("%.3f" % g for g in gaps))
+    check(rc_go == 0 and out_go.startswith("connected"), "go: rc=%d %r %r" % (rc_go, out_go, err_go))
+    check(rc_c == 0 and "connected" in out_c, "python: rc=%d %r %r" % (rc_c, out_c, err_c[-300:]))
+
+
+# --- a non-blocking program that is not Go: paced -----------------------------
+
+ASYNC_LOOP = r"""
+import asyncio, sys, time
+port, dur = int(sys.argv[1]), float(sys.argv[2])
+async def ticker(gaps):
+    last = time.monotonic()
+    while True:
+        await asyncio.sleep(0.01)
+        now = time.monotonic(); gaps.append(now - last); last = now
+async def main():
+    gaps = []
+    t = asyncio.create_task(ticker(gaps))
+    t0 = time.monotonic(); tries = 0; longest = 0.0; connected = 0.0
+    while time.monotonic() - t0 < dur:
+        a = time.monotonic()
+        try:
+            r, w = await asyncio.wait_for(asyncio.open_connection('127.0.0.1', port), 1)
+            connected = time.monotonic(); w.close(); break
+        except (OSError, asyncio.TimeoutError):
+            pass
+        longest = max(longest, time.monotonic() - a); tries += 1
+        await asyncio.sleep(0.02)
+    t.cancel()
+    print("tries=%d longest=%.3f tick=%.3f connected=%.3f" % (tries, longest, max(gaps), connected))
+asyncio.run(main())
+"""
+
+
+def parse(out):
+    return dict((k, float(v)) for k, v in (f.split("=") for f in out.split()))
+
+
+def test_nonblocking_program_is_paced():
+    port = free_port()
+    cmd = ["python3", "-c", ASYNC_LOOP, str(port), "1.5"]
+    with SynSniffer(port) as sn:
+        rc, out, err = run(cmd, base_env(), timeout=20)
+        time.sleep(0.1)
+        plain_syns = sn.settled_count()
+    check(rc == 0, "plain: rc=%d %r" % (rc, err[-300:]))
+    plain = parse(out)
+    env = engine_env(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="400ms")
+    with SynSniffer(port) as sn:
+        rc, out, err = run(under("seccomp", cmd), env, timeout=20)
+        time.sleep(0.1)
+        syns = sn.settled_count()
+    check(rc == 0, "engine: rc=%d %r" % (rc, err[-300:]))
+    paced = parse(out)
+    check(paced["tries"] >= plain["tries"] / 2,
+          "the loop ran %d times, %d without the engine: its calls were held"
+          % (paced["tries"], plain["tries"]))
+    check(syns <= 1.5 / 0.2 + 3 and syns < plain_syns / 3,
+          "%d SYNs in 1.5 s (%d without the engine): not paced" % (syns, plain_syns))
+    check(paced["longest"] < plain["longest"] + 0.1 and paced["tick"] < plain["tick"] + 0.1,
+          "a call or the event loop was held: longest connect %.3fs, loop turn %.3fs "
+          "(%.3fs, %.3fs without)" % (paced["longest"], paced["tick"], plain["longest"],
+                                        plain["tick"]))
+
+
+def test_a_paced_program_sees_the_server_back_within_one_initial_backoff():
+    port = free_port()
+    env = engine_env(BACKOFFSHIM_INITIAL_BACKOFF="300ms", BACKOFFSHIM_MAX_BACKOFF="2s")
+    cmd = under("seccomp", ["python3", "-c", ASYNC_LOOP, str(port), "8"])
+    with SynSniffer(port) as sn:
+        p = spawn(cmd, env)
+        check(sn.wait_for(4, timeout=8) >= 4, "the program's attempts were not seen")
+        with Server(port).start():
+            up = time.monotonic()
+            rc, out, err = finish(p, 15)
+    check(rc == 0, "rc=%d %r" % (rc, err[-300:]))
+    got = parse(out)["connected"]
+    check(got > 0, "never connected: %r" % out)
+    check(got - up <= 0.3 + 0.25, "connected %.3fs after the server came back (initial_backoff "
+          "0.3s)" % (got - up))
