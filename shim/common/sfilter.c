@@ -54,12 +54,12 @@ unsigned bs_sfilter_build(struct sock_filter *out, int trap_so_error)
 		PUT(RET(SECCOMP_RET_ALLOW));
 	}
 
-	/* prctl(BS_SUP_PRCTL_OPTION): the library's question */
+	/* prctl(BS_SUP_PRCTL_OPTION): the library announces itself */
 	PUT(LD(offsetof(struct seccomp_data, nr)));
 	PUT(IF_EQ(SYS_prctl, 3));
 	PUT(LD(ARG_LO(0)));
 	PUT(IF_EQ(BS_SUP_PRCTL_OPTION, 1));
-	PUT(RET(SECCOMP_RET_ERRNO | BS_SUP_PRCTL_ERRNO));
+	PUT(RET(SECCOMP_RET_USER_NOTIF));
 	PUT(RET(SECCOMP_RET_ALLOW));
 	out[to_allow_at].k = n - 1 - (to_allow_at + 1);
 #undef PUT

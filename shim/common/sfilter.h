@@ -1,6 +1,6 @@
 /*
  * sfilter: the seccomp filter of the supervisor engine (backoffshim run
- * --engine seccomp), and the word it answers a preloaded library with.
+ * --engine seccomp), and the call a preloaded library announces itself with.
  *
  * Promise: pure. Writes a classic BPF program into the caller's array; no
  * system call here. The filter sends to the supervisor only:
@@ -8,19 +8,20 @@
  *    told from the rest by the supervisor, which lets the others continue;
  *  - getsockopt(SOL_SOCKET, SO_ERROR), if asked: a deferred socket's
  *    outcome is answered from the supervisor;
- * and answers prctl(BS_SUP_PRCTL_OPTION) itself with BS_SUP_PRCTL_ERRNO
- * (no supervisor round trip): a library that gets that answer knows a
- * supervisor retries this process's connects, and passes them through
- * (one engine per connect, never two). Anything else, and any other
- * architecture's calls (x32 included), are allowed untouched.
+ *  - prctl(BS_SUP_PRCTL_OPTION): a preloaded library says it retries this
+ *    process's connects itself, and the supervisor passes them through
+ *    (one engine per connect, never a wait inside a wait); the supervisor
+ *    answers BS_SUP_PRCTL_ERRNO.
+ * Anything else, and any other architecture's calls (x32 included), are
+ * allowed untouched.
  */
 #ifndef BS_SFILTER_H
 #define BS_SFILTER_H
 
 #include <linux/filter.h>
 
-/* An option number no kernel uses ("bshp"); a kernel without the
- * supervisor answers it EINVAL. */
+/* An option number no kernel uses ("bshp"): without a supervisor the
+ * kernel answers EINVAL. */
 #define BS_SUP_PRCTL_OPTION 0x62736870
 #define BS_SUP_PRCTL_ERRNO 133 /* EHWPOISON: never a prctl's own answer */
 

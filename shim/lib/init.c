@@ -276,13 +276,13 @@ static int fresh_path_fits(void)
 	       !bs_log_enabled(BS_LOG_DEBUG);
 }
 
-/* Does a supervisor (backoffshim run --engine seccomp, sfilter.h) retry
- * this process's connects? Then the library passes them through: one
- * engine per connect, never a wait inside a wait. */
-static int supervised(void)
+/* Tell a supervisor (backoffshim run --engine seccomp, sfilter.h), if
+ * one watches this process, that the library retries its connects: the
+ * supervisor then passes them through, so no connect waits twice. Without
+ * one the kernel answers EINVAL at once; the answer changes nothing here. */
+static void announce_to_a_supervisor(void)
 {
-	return syscall(SYS_prctl, BS_SUP_PRCTL_OPTION, 0, 0, 0, 0) == -1 &&
-	       errno == BS_SUP_PRCTL_ERRNO;
+	syscall(SYS_prctl, BS_SUP_PRCTL_OPTION, 0, 0, 0, 0);
 }
 
 __attribute__((constructor)) static void init(void)
@@ -295,7 +295,7 @@ __attribute__((constructor)) static void init(void)
 	const char *dis = get_env(NULL, "BACKOFFSHIM_DISABLE");
 	int off = 0;
 	const char *why;
-	if ((dis && bs_parse_bool(dis, &off, &why) == 0 && off) || supervised()) {
+	if (dis && bs_parse_bool(dis, &off, &why) == 0 && off) {
 		atomic_store(&g_state, ST_OFF);
 		errno = saved;
 		return;
@@ -330,6 +330,8 @@ __attribute__((constructor)) static void init(void)
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
 	bs_errno_off_g = (char *)&errno - (char *)__builtin_thread_pointer();
+	if (!g_cfg.disable)
+		announce_to_a_supervisor();
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }

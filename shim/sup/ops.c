@@ -10,6 +10,8 @@
 #include "errname.h"
 #include "log.h"
 #include "policy.h"
+#include "sfilter.h"
+#include "preloaded.h"
 #include "proc.h"
 #include "ring.h"
 #include "shared.h"
@@ -488,6 +490,10 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 		join(s, o, n->id, tid);
 		return;
 	}
+	if (bs_preloaded_has(tid)) { /* its library retries it */
+		let_through(s, n->id);
+		return;
+	}
 	struct sockaddr_storage ss;
 	if (len > sizeof ss || bs_proc_read(tid, n->data.args[1], &ss, len) != 0 ||
 	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) || !(o = op_new(s))) {
@@ -558,6 +564,10 @@ void bs_sup_on_notification(struct bs_sup *s)
 			on_connect(s, n);
 		else if (n->data.nr == SYS_getsockopt)
 			on_so_error(s, n);
+		else if (n->data.nr == SYS_prctl && n->data.args[0] == BS_SUP_PRCTL_OPTION) {
+			bs_preloaded_add((pid_t)n->pid);
+			answer(s, n->id, BS_SUP_PRCTL_ERRNO);
+		}
 		else
 			let_through(s, n->id);
 	}
