@@ -471,7 +471,9 @@ static void join(struct bs_sup *s, struct op *o, uint64_t id, pid_t tid)
 	if (o->phase == OWED) {
 		answer(s, id, o->owed);
 		op_free(s, o);
-	} else if (o->defer || o->phase == WATCH || (o->notif && still_waiting(s, o->notif))) {
+	} else if (o->phase == WATCH) { /* the program's own connect: the kernel knows */
+		let_through(s, id);
+	} else if (o->defer || (o->notif && still_waiting(s, o->notif))) {
 		answer(s, id, EALREADY);
 	} else { /* a held connect restarted after a signal: it waits on */
 		o->notif = id, o->tid = tid;
@@ -555,8 +557,8 @@ void bs_sup_on_notification(struct bs_sup *s)
 	struct seccomp_notif *n = (struct seccomp_notif *)buf;
 	for (int i = 0; i < 64; i++) {
 		struct pollfd p = {s->listener, POLLIN, 0};
-		if (i && (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)))
-			return;
+		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+			return; /* (RECV would block) */
 		memset(buf, 0, s->notif_size);
 		if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, n) != 0)
 			return; /* (ENOENT: the call was interrupted before we read it) */
@@ -695,8 +697,11 @@ static void turn(struct bs_sup *s, struct op *o, uint64_t now)
 	if (o->phase == OWED && now >= o->due) {
 		op_free(s, o);
 	} else if (o->phase == WAITING && now >= o->due) {
-		if (o->notif && !still_waiting(s, o->notif))
+		if (o->notif && !still_waiting(s, o->notif)) {
 			bs_sup_on_notification(s); /* (a restarted call joins first) */
+			if (o->phase != WAITING)
+				return;
+		}
 		if (o->notif && !still_waiting(s, o->notif)) {
 			o->notif = 0;
 			o->due = now + RESTART_GRACE;
