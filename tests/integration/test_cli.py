@@ -150,11 +150,13 @@ def setid_cases(d):
 
 
 def test_run_warns_when_the_shim_cannot_act():
-    """A static binary, a Go one (told by the Go linker's note), a script
-    whose interpreter is static and a program whose set-id bit changes the
-    runner's id get one warning line each and run anyway with their own
-    exit status; a dynamic one, a set-id one that changes no id and a C
-    program that prints Go's build-id text get none."""
+    """With the preload engine, a static binary, a Go one (told by the Go
+    linker's note), a script whose interpreter is static and a program whose
+    set-id bit changes the runner's id get one warning line each and run
+    anyway with their own exit status; a dynamic one, a set-id one that
+    changes no id and a C program that prints Go's build-id text get none.
+    With auto, the static and Go ones run under the seccomp engine without a
+    warning (--log debug says so), and the set-id one still gets its line."""
     with tempfile.TemporaryDirectory() as d:
         os.chmod(d, 0o755)
         cases = [(["true"], 0, None)] + setid_cases(d)
@@ -172,7 +174,7 @@ def test_run_warns_when_the_shim_cannot_act():
                              "int main(void) { return 3; }\n")
         cases.append(([text], 3, None))
         for cmd, want_rc, why in cases:
-            rc, out, err = run([CLI, "run", "--"] + cmd, cli_env())
+            rc, out, err = run([CLI, "run", "--engine", "preload", "--"] + cmd, cli_env())
             warnings = [l for l in err.splitlines() if "warning" in l]
             check(rc == want_rc, "%r: rc=%d" % (cmd, rc))
             if why:
@@ -180,6 +182,12 @@ def test_run_warns_when_the_shim_cannot_act():
                       "%r: %r" % (cmd, err))
             else:
                 check(not warnings, "%r: %r" % (cmd, err))
+            rc, out, err = run([CLI, "run", "--log", "debug", "--"] + cmd, cli_env())
+            warnings = [l for l in err.splitlines() if "warning" in l]
+            seccomp = why and ("statically linked" in why or "Go program" in why)
+            check(rc == want_rc, "auto %r: rc=%d %r" % (cmd, rc, err))
+            check(("engine seccomp for" in err) == bool(seccomp), "auto %r: %r" % (cmd, err))
+            check(len(warnings) == (1 if why and not seccomp else 0), "auto %r: %r" % (cmd, err))
 
 
 def test_run_warns_about_the_file_execvp_runs():
@@ -197,7 +205,7 @@ def test_run_warns_about_the_file_execvp_runs():
         for path, cwd in ((first + ":" + second, None), (first + ":", second)):
             env = cli_env()
             env["PATH"] = path
-            r = subprocess.run([CLI, "run", "--", "stcmd"], env=env, cwd=cwd,
+            r = subprocess.run([CLI, "run", "--engine", "preload", "--", "stcmd"], env=env, cwd=cwd,
                                capture_output=True, text=True, timeout=30)
             check(r.returncode == 3 and r.stderr.count("statically linked") == 1,
                   "PATH=%r: rc=%d %r" % (path, r.returncode, r.stderr))
