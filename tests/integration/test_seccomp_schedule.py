@@ -177,3 +177,27 @@ def test_a_paced_program_sees_the_server_back_within_one_initial_backoff():
     check(got > 0, "never connected: %r" % out)
     check(got - up <= 0.3 + 0.25, "connected %.3fs after the server came back (initial_backoff "
           "0.3s)" % (got - up))
+
+
+# --- no_new_privs ---------------------------------------------------------------
+
+def no_new_privs(cmd):
+    rc, out, err = run(cmd + ["grep", "NoNewPrivs", "/proc/self/status"], base_env())
+    check(rc == 0, "%r: rc=%d %r" % (cmd, rc, err))
+    return out.split()[-1]
+
+
+def test_no_new_privs_is_set_for_everything_the_program_runs_unless_it_may_be_skipped():
+    """Without CAP_SYS_ADMIN the filter needs no_new_privs, which every
+    program the supervised one execs inherits (a set-id one would lose its
+    privileges: docs/seccomp-engine.md); with it (root, or these tests'
+    user namespace) the filter goes in without."""
+    drop = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+    if not os.access("/usr/bin/setpriv", os.X_OK):
+        raise TestSkip("setpriv (util-linux) not installed")
+    check(no_new_privs([]) == "0", "no_new_privs is set without the engine")
+    check(no_new_privs(drop) == "0", "setpriv alone sets no_new_privs")
+    check(no_new_privs(drop + under("seccomp", [])) == "1",
+          "without CAP_SYS_ADMIN the engine's program should run with no_new_privs")
+    check(no_new_privs(under("seccomp", [])) == "0",
+          "with CAP_SYS_ADMIN the engine should not set no_new_privs")
