@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/tcp.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -58,7 +59,8 @@ struct op {
 	uint64_t notif;   /* the held connect's notification (0: none) */
 	int defer;        /* a Go non-blocking connect, answered EINPROGRESS */
 	int window_probe; /* WATCH: inside the window, its failure folds */
-	int need_reset;   /* its last attempt failed: AF_UNSPEC before the next */
+	int tried;        /* the engine made an attempt of its own on it */
+	unsigned looks;   /* WATCH: looks at a connect not made yet */
 	int owed;
 	uint32_t gen;     /* the ring tag's generation */
 	struct sockaddr_storage addr;
@@ -66,7 +68,8 @@ struct op {
 	uint64_t key;
 	const struct bs_config *cfg;
 	struct bs_attempt a;
-	uint64_t due, probe, seen, t0, delay, checked;
+	uint64_t due;     /* its next turn: a wait's end, a check, an expiry */
+	uint64_t probe, seen, t0, delay;
 	int lock;         /* the lock file's byte that backs our probe, or -1 */
 };
 
@@ -206,14 +209,14 @@ static void let_probe_go(struct bs_sup *s, struct op *o)
  * step of the destination's schedule unless it folds into another. */
 static void record_failure(struct bs_sup *s, struct op *o, int err, uint64_t now)
 {
+	bs_attempt_failed(&o->a, err);
+	if (o->delay == BS_STOP)
+		bs_budget_policy_done(&o->a.b);
 	struct bs_entry *e = entry(s, o, now);
 	if (!e)
 		return;
 	uint32_t f = bs_state_failures(o->seen) + 1;
 	uint64_t delay = o->delay == BS_STOP ? 0 : o->delay;
-	if (o->delay == BS_STOP)
-		bs_budget_policy_done(&o->a.b);
-	bs_attempt_failed(&o->a, err);
 	atomic_fetch_add(&e->n_attempts, 1);
 	atomic_fetch_add(&e->n_failures, 1);
 	bs_table_set_addr(s->tab, e, (const struct sockaddr *)&o->addr, (uint32_t)o->len);
@@ -302,6 +305,30 @@ static void owe(struct bs_sup *s, struct op *o, int err, uint64_t now)
 		shutdown(o->dup, SHUT_RDWR);
 }
 
+/* The socket after a failed attempt of ours: unconnected, as the kernel
+ * leaves it after a refusal, with no error left over (an AF_UNSPEC connect
+ * aborts a handshake still in flight and leaves ECONNRESET behind). */
+static void reset_socket(struct op *o)
+{
+	struct sockaddr unspec = {.sa_family = AF_UNSPEC};
+	int err;
+	socklen_t n = sizeof err;
+	connect(o->dup, &unspec, sizeof unspec);
+	getsockopt(o->dup, SOL_SOCKET, SO_ERROR, &err, &n);
+}
+
+/* The engine cannot take o on (its table or ring is full) before an
+ * attempt of its own: the program's connect goes as without the engine. */
+static void untracked(struct bs_sup *s, struct op *o)
+{
+	let_probe_go(s, o);
+	if (o->notif && still_waiting(s, o->notif))
+		let_through(s, o->notif);
+	else if (o->defer) /* (answered EINPROGRESS: the socket connects by itself) */
+		connect(o->dup, (const struct sockaddr *)&o->addr, o->len);
+	op_free(s, o);
+}
+
 static void give_up(struct bs_sup *s, struct op *o, uint64_t now)
 {
 	int err = o->a.last_err ? o->a.last_err : ECONNREFUSED;
@@ -322,19 +349,16 @@ static void start_attempt(struct bs_sup *s, struct op *o, struct bs_entry *e, ui
 	if (end != BS_NEVER && end - now < limit)
 		limit = end > now ? end - now : 1;
 	atomic_store(&e->attempt_at, now);
-	if (o->need_reset) {
-		struct sockaddr unspec = {.sa_family = AF_UNSPEC};
-		connect(o->dup, &unspec, sizeof unspec);
-		o->need_reset = 0;
-	}
 	int r = bs_ring_connect(s->ring, tag_of(s, o), o->dup, (const struct sockaddr *)&o->addr,
 				o->len, limit);
-	if (r < 0) { /* (cannot attempt: the program's error is the last one) */
-		bs_budget_stop(&o->a.b, BS_STOP_NOT_RETRYABLE);
+	if (r < 0 && !o->tried) {
+		untracked(s, o);
+	} else if (r < 0) { /* (the last real error stands) */
+		bs_budget_stop(&o->a.b, BS_STOP_TABLE_FULL);
 		give_up(s, o, now);
-		return;
+	} else {
+		o->phase = ATTEMPT, o->tried = 1, o->due = now + RECHECK;
 	}
-	o->phase = ATTEMPT;
 }
 
 static struct bs_attempt_view view_of(struct bs_entry *e, uint64_t st)
@@ -355,6 +379,10 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 	uint64_t longest = bs_policy_longest_wait(&o->cfg->policy);
 	for (int tries = 0; tries < 8; tries++) {
 		struct bs_entry *e = entry(s, o, now);
+		if (!e && !o->tried) {
+			untracked(s, o);
+			return;
+		}
 		if (!e) {
 			bs_budget_stop(&o->a.b, BS_STOP_TABLE_FULL);
 			give_up(s, o, now);
@@ -438,7 +466,7 @@ static void pace(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 		op_free(s, o);
 		return;
 	}
-	o->phase = WATCH;
+	o->phase = WATCH, o->due = now + RECHECK;
 	let_through(s, id);
 }
 
@@ -446,8 +474,14 @@ static void pace(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 static void take(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 {
 	int nonblocking = fcntl(o->dup, F_GETFL) & O_NONBLOCK;
+	int mode = o->cfg->nonblocking;
 	o->tgid = bs_proc_tgid(o->tid);
-	if (nonblocking && !bs_proc_is_go(o->tid)) {
+	if (nonblocking && mode == BS_NB_OFF) {
+		let_through(s, id);
+		op_free(s, o);
+		return;
+	}
+	if (nonblocking && (mode == BS_NB_PACE || !bs_proc_is_go(o->tid))) {
 		pace(s, o, id, now);
 		return;
 	}
@@ -508,7 +542,8 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	o->dup = bs_proc_getfd(tid, fd);
 	o->phase = WAITING;
 	if (o->dup < 0 || !is_tcp(o->dup) || o->cfg->disable ||
-	    o->cfg->policy.kind == BS_POLICY_OFF || !still_waiting(s, n->id)) {
+	    o->cfg->policy.kind == BS_POLICY_OFF || o->cfg->policy.kind == BS_POLICY_RESPONSIVE ||
+	    !still_waiting(s, n->id)) {
 		let_through(s, n->id);
 		op_free(s, o);
 		return;
@@ -534,10 +569,15 @@ static void on_so_error(struct bs_sup *s, const struct seccomp_notif *n)
 		value = o->owed;
 	else if (o && o->defer)
 		value = EINPROGRESS; /* Go waits for the next edge */
+	else if (o && o->phase == WAITING && !(o->notif && still_waiting(s, o->notif)))
+		value = o->a.last_err ? o->a.last_err : ECONNREFUSED; /* (interrupted: the
+			error our attempt took from the socket is the program's) */
 	else {
-		let_through(s, n->id);
+		let_through(s, n->id); /* (mid-attempt, the kernel's 0 is true) */
 		return;
 	}
+	if (!still_waiting(s, n->id))
+		return;
 	socklen_t optlen = 0;
 	if (bs_proc_read(tid, n->data.args[4], &optlen, sizeof optlen) != 0 ||
 	    optlen < sizeof value || bs_proc_write(tid, n->data.args[3], &value, sizeof value) != 0) {
@@ -547,7 +587,7 @@ static void on_so_error(struct bs_sup *s, const struct seccomp_notif *n)
 	optlen = sizeof value;
 	bs_proc_write(tid, n->data.args[4], &optlen, sizeof optlen);
 	answer(s, n->id, 0);
-	if (o->phase == OWED)
+	if (o->phase == OWED || !o->defer)
 		op_free(s, o);
 }
 
@@ -589,7 +629,7 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 		return;
 	}
 	int err = -res;
-	if (err == ECANCELED) { /* its time limit */
+	if (err == ECANCELED || err == EINTR) { /* its time limit (EINTR: in io-wq) */
 		if (o->notif && o->a.b.prog_end != BS_NEVER && now >= o->a.b.prog_end) {
 			let_probe_go(s, o); /* the program's SO_SNDTIMEO: as the kernel says */
 			answer(s, o->notif, EINPROGRESS);
@@ -598,7 +638,7 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 		}
 		err = ETIMEDOUT;
 	}
-	o->need_reset = 1;
+	reset_socket(o);
 	if (!bs_config_retries(o->cfg, err)) {
 		bs_budget_stop(&o->a.b, BS_STOP_NOT_RETRYABLE);
 		owe(s, o, err, now);
@@ -609,7 +649,6 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 	if (o->notif && !still_waiting(s, o->notif)) {
 		o->notif = 0; /* interrupted: a restarted call may come back */
 		o->due = now + RESTART_GRACE;
-		o->a.last_err = err;
 		o->phase = WAITING;
 		return;
 	}
@@ -628,12 +667,37 @@ static void drain_ring(struct bs_sup *s)
 	}
 }
 
-/* A pace-mode connect's outcome, seen on the duplicate (the program reads
- * its own error: nothing is taken from the socket). */
-static void watched(struct bs_sup *s, struct op *o, uint32_t events)
+/* A pace-mode connect's outcome, read from the duplicate's TCP state (the
+ * program reads its own error: nothing is taken from the socket). The
+ * watch may see the socket before the program's connect has run (an
+ * unconnected socket is writable and hung up): that is no outcome. */
+/* (the kernel's TCP states, include/net/tcp_states.h) */
+enum { SYN_SENT = 2, CLOSED = 7 };
+#define MAX_LOOKS 500 /* (2 ms apart: a connect not made within 1 s is not watched) */
+static void watched(struct bs_sup *s, struct op *o)
 {
 	uint64_t now = bs_now();
-	if (!(events & (EPOLLERR | EPOLLHUP))) {
+	struct tcp_info ti;
+	socklen_t n = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0) {
+		op_free(s, o);
+		return;
+	}
+	if (ti.tcpi_state == SYN_SENT) { /* the next change wakes us */
+		struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
+		epoll_ctl(s->ep, EPOLL_CTL_MOD, o->dup, &ev);
+		o->due = now + RECHECK;
+		return;
+	}
+	if (ti.tcpi_state == CLOSED && ti.tcpi_segs_out == 0) { /* not made yet */
+		if (++o->looks < MAX_LOOKS)
+			o->due = now + 2 * BS_NS_PER_MS;
+		else
+			op_free(s, o);
+		return;
+	}
+	if (ti.tcpi_state != CLOSED) {
 		record_success(s, o);
 	} else if (o->window_probe) {
 		struct bs_entry *e = bs_table_find(s->tab, o->key);
@@ -645,7 +709,7 @@ static void watched(struct bs_sup *s, struct op *o, uint32_t events)
 		struct bs_entry *e = entry(s, o, now);
 		if (e)
 			o->delay = next_wait(s, o, e, o->seen);
-		record_failure(s, o, ECONNREFUSED, now);
+		record_failure(s, o, ti.tcpi_total_retrans ? ETIMEDOUT : ECONNREFUSED, now);
 	}
 	op_free(s, o);
 }
@@ -657,8 +721,9 @@ void bs_sup_on_event(struct bs_sup *s, uint64_t data, uint32_t events)
 		return;
 	}
 	uint64_t i = data - BS_SUP_EV_OWN;
+	(void)events;
 	if (i < MAX_OPS && s->ops[i].phase == WATCH)
-		watched(s, &s->ops[i], events);
+		watched(s, &s->ops[i]);
 }
 
 /* ---- time ---- */
@@ -666,63 +731,70 @@ void bs_sup_on_event(struct bs_sup *s, uint64_t data, uint32_t events)
 uint64_t bs_sup_next_due(const struct bs_sup *s)
 {
 	uint64_t due = UINT64_MAX;
-	for (unsigned i = 0, seen = 0; seen < s->nops && i < MAX_OPS; i++) {
-		const struct op *o = &s->ops[i];
-		if (o->phase == FREE)
-			continue;
-		seen++;
-		uint64_t d = o->phase == WAITING || o->phase == OWED ? o->due : o->checked + RECHECK;
-		due = bs_min_u64(due, d);
-	}
+	for (unsigned i = 0, seen = 0; seen < s->nops && i < MAX_OPS; i++)
+		if (s->ops[i].phase != FREE) {
+			seen++;
+			due = bs_min_u64(due, s->ops[i].due);
+		}
 	return due;
 }
 
 /* Does the program still have the socket? (A socket it closed must not
  * live on in our duplicate.) */
-static int still_held(struct op *o, uint64_t now)
+static int still_held(struct op *o)
 {
-	o->checked = now;
 	int r = bs_proc_same_file(o->tid, o->fd, o->dup);
 	if (r < 0 && o->tgid)
 		r = bs_proc_same_file(o->tgid, o->fd, o->dup);
 	return r == 1;
 }
 
+/* A held connect whose wait ended. */
+static void waited(struct bs_sup *s, struct op *o, uint64_t now)
+{
+	if (o->notif && !still_waiting(s, o->notif)) {
+		bs_sup_on_notification(s); /* (a restarted call joins first) */
+		if (o->phase != WAITING)
+			return;
+	}
+	if (o->notif && !still_waiting(s, o->notif)) {
+		o->notif = 0;
+		o->due = now + RESTART_GRACE;
+	} else if (!o->notif && !o->defer) { /* interrupted: EINTR, as the kernel's */
+		owe(s, o, o->a.last_err ? o->a.last_err : ECONNREFUSED, now);
+	} else {
+		judge(s, o, now);
+	}
+}
+
 static void turn(struct bs_sup *s, struct op *o, uint64_t now)
 {
-	if (!still_held(o, now)) {
+	/* (a thread blocked in a held connect keeps the socket, as the
+	 * kernel's own connect does, whatever another thread closes) */
+	if (!still_held(o) && !(o->notif && still_waiting(s, o->notif))) {
 		op_free(s, o);
 		return;
 	}
-	if (o->phase == OWED && now >= o->due) {
-		op_free(s, o);
-	} else if (o->phase == WAITING && now >= o->due) {
-		if (o->notif && !still_waiting(s, o->notif)) {
-			bs_sup_on_notification(s); /* (a restarted call joins first) */
-			if (o->phase != WAITING)
-				return;
-		}
-		if (o->notif && !still_waiting(s, o->notif)) {
-			o->notif = 0;
-			o->due = now + RESTART_GRACE;
-		} else if (!o->notif && !o->defer) { /* interrupted: EINTR, as the kernel's */
-			owe(s, o, o->a.last_err ? o->a.last_err : ECONNREFUSED, now);
-		} else {
-			judge(s, o, now);
-		}
+	switch (o->phase) {
+	case OWED:
+		op_free(s, o); /* (expired) */
+		break;
+	case WATCH:
+		watched(s, o);
+		break;
+	case WAITING:
+		waited(s, o, now);
+		break;
+	default:
+		o->due = now + RECHECK;
 	}
 }
 
 void bs_sup_on_time(struct bs_sup *s, uint64_t now)
 {
-	for (unsigned i = 0; i < MAX_OPS && s->nops; i++) {
-		struct op *o = &s->ops[i];
-		if (o->phase == FREE)
-			continue;
-		uint64_t d = o->phase == WAITING || o->phase == OWED ? o->due : o->checked + RECHECK;
-		if (d <= now)
-			turn(s, o, now);
-	}
+	for (unsigned i = 0; i < MAX_OPS && s->nops; i++)
+		if (s->ops[i].phase != FREE && s->ops[i].due <= now)
+			turn(s, &s->ops[i], now);
 }
 
 /* ---- setup ---- */
@@ -737,7 +809,7 @@ struct bs_sup *bs_sup_open(int listener, int ep, const struct bs_config *cfg)
 	s->notif_size = sz.seccomp_notif;
 	s->me = (uint32_t)getpid();
 	s->seed = cfg->seed_set ? cfg->seed : bs_mix64((uint64_t)bs_now() ^ s->me);
-	s->ring = bs_ring_open(256);
+	s->ring = bs_ring_open(MAX_OPS);
 	s->tab = bs_sup_table(cfg, &s->shared);
 	if (!s->ring || !s->tab)
 		return free(s->tab), free(s), NULL;
