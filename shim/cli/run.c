@@ -35,9 +35,10 @@
 static const char help_text[] =
 	"Usage: backoffshim run [OPTIONS] [--] CMD [ARGS...]\n"
 	"\n"
-	"Runs CMD in place of this process (exec, no fork: CMD keeps the process id,\n"
-	"receives the signals and its exit status is the command's own, so it works\n"
-	"as a container ENTRYPOINT) with " LIB_NAME " appended to LD_PRELOAD.\n"
+	"Runs CMD with its connects retried. The preload engine execs CMD in place of\n"
+	"this process (no fork: CMD keeps the process id, receives the signals and\n"
+	"its exit status is its own, so it works as a container ENTRYPOINT) with\n"
+	LIB_NAME " appended to LD_PRELOAD.\n"
 	"Each option sets its BACKOFFSHIM_* variable, overriding one already in the\n"
 	"environment; values are checked before CMD starts.\n"
 	"\n"
@@ -71,8 +72,8 @@ static const char help_text[] =
 	"Engines: preload appends the library to LD_PRELOAD and execs CMD in place.\n"
 	"seccomp stays CMD's parent and retries its connects from outside through a\n"
 	"seccomp filter, for programs the library cannot reach: static binaries and\n"
-	"Go programs (Linux 6.9 or later). It forwards signals and exits with CMD's\n"
-	"status (128+N for signal N). auto picks seccomp for a static or Go program\n"
+	"Go programs (Linux 6.9 or later). It forwards signals and ends as CMD ends\n"
+	"(its exit status, or death by the same signal). auto picks seccomp for a static or Go program\n"
 	"(or a script whose interpreter is one) and preload otherwise, never seccomp\n"
 	"for a setuid/setgid or file-capability program; --log debug says which.\n"
 	"A program neither engine can act on gets one warning line, and runs anyway;\n"
@@ -401,7 +402,15 @@ static int run_seccomp(char **argv)
 	bs_config_load_rules(&cfg, &rules, get_env, bs_read_file_libc, report, NULL);
 	setup_log(&cfg, argv[0]);
 	fflush(NULL);
-	return bs_sup_run(argv, &cfg);
+	int status = bs_sup_run(argv, &cfg);
+	if (status >= 0)
+		return status;
+	fprintf(stderr, "backoffshim run: warning: the seccomp engine could not start (%s); "
+			"running %s as it is\n", strerror(errno), argv[0]);
+	execvp(argv[0], argv);
+	int err = errno;
+	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[0], strerror(err));
+	return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
 static int parse_engine(const char *v, enum engine *e)

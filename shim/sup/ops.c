@@ -799,21 +799,26 @@ void bs_sup_on_time(struct bs_sup *s, uint64_t now)
 
 /* ---- setup ---- */
 
-struct bs_sup *bs_sup_open(int listener, int ep, const struct bs_config *cfg)
+struct bs_sup *bs_sup_open(int ep, const struct bs_config *cfg)
 {
 	struct seccomp_notif_sizes sz;
 	struct bs_sup *s = calloc(1, sizeof *s);
 	if (!s || syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) != 0 || sz.seccomp_notif > 256)
 		return free(s), NULL;
-	s->listener = listener, s->ep = ep, s->cfg = cfg;
+	s->listener = -1, s->ep = ep, s->cfg = cfg;
 	s->notif_size = sz.seccomp_notif;
 	s->me = (uint32_t)getpid();
 	s->seed = cfg->seed_set ? cfg->seed : bs_mix64((uint64_t)bs_now() ^ s->me);
 	s->ring = bs_ring_open(MAX_OPS);
-	s->tab = bs_sup_table(cfg, &s->shared);
-	if (!s->ring || !s->tab)
-		return free(s->tab), free(s), NULL;
+	s->tab = s->ring ? bs_sup_table(cfg, &s->shared) : NULL;
+	if (!s->tab)
+		return free(s), NULL; /* (the ring's memory goes with the process) */
 	struct epoll_event ev = {EPOLLIN, {.u64 = BS_SUP_EV_OWN + MAX_OPS}};
 	epoll_ctl(ep, EPOLL_CTL_ADD, bs_ring_fd(s->ring), &ev);
 	return s;
+}
+
+void bs_sup_listen(struct bs_sup *s, int listener)
+{
+	s->listener = listener;
 }

@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -35,10 +36,6 @@
 #ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
 #endif
-
-/* The signals a supervisor forwards (as tini): the rest keep their
- * default action on it, so that job control stops it with the program. */
-static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM};
 
 enum { EV_LISTENER = 1, EV_SIGNAL = 2, EV_CHILD = 3 };
 
@@ -176,7 +173,8 @@ static int recv_fd(int sock)
 	return fd;
 }
 
-static void child(char **argv, int sock, pid_t parent, const sigset_t *old)
+static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
+		  const struct sigaction *old_chld)
 {
 	/* the program dies with its supervisor rather than wait forever on
 	 * connects no one answers (docs/seccomp-engine.md) */
@@ -184,15 +182,16 @@ static void child(char **argv, int sock, pid_t parent, const sigset_t *old)
 	if (getppid() != parent)
 		_exit(125);
 	int l = install_filter();
-	if (l < 0) {
-		fprintf(stderr, "backoffshim run: cannot install the seccomp filter: %s\n", strerror(errno));
-		_exit(125);
-	}
+	if (l < 0) /* (the check passed a moment ago: run it as it is) */
+		fprintf(stderr, "backoffshim run: warning: cannot install the seccomp filter (%s); "
+				"running %s as it is\n", strerror(errno), argv[0]);
 	char go;
-	if (send_fd(sock, l) != 0 || read(sock, &go, 1) != 1)
+	if (l >= 0 && (send_fd(sock, l) != 0 || read(sock, &go, 1) != 1))
 		_exit(125);
-	close(l);
+	if (l >= 0)
+		close(l);
 	close(sock);
+	sigaction(SIGCHLD, old_chld, NULL);
 	sigprocmask(SIG_SETMASK, old, NULL);
 	execvp(argv[0], argv);
 	int err = errno;
@@ -209,13 +208,25 @@ struct loop {
 	struct bs_sup *sup;
 };
 
+/* Should a signal the supervisor got go to the program? A terminal's
+ * signal (SI_KERNEL) reached the program's process group already, except
+ * a hangup, which only a session leader gets. */
+static int for_the_program(const struct signalfd_siginfo *si)
+{
+	if (si->ssi_code != SI_KERNEL)
+		return 1;
+	return si->ssi_signo == SIGHUP && getsid(0) == getpid();
+}
+
 static void forward(struct loop *l)
 {
 	struct signalfd_siginfo si;
 	while (read(l->sigfd, &si, sizeof si) == sizeof si) {
-		/* a terminal's signal (SI_KERNEL) reached the program's whole
-		 * process group already: not twice */
-		if (si.ssi_code != SI_KERNEL && !l->exited)
+		if (l->exited || !for_the_program(&si))
+			continue;
+		if ((pid_t)si.ssi_pid == l->child) /* the program signals its parent */
+			kill(getppid(), (int)si.ssi_signo);
+		else
 			kill(l->child, (int)si.ssi_signo);
 	}
 }
@@ -224,8 +235,11 @@ static void reap(struct loop *l)
 {
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
-	if (waitid(P_PID, (id_t)l->child, &si, WEXITED | WNOHANG) != 0 || si.si_pid != l->child)
+	if (waitid(P_PID, (id_t)l->child, &si, WEXITED | WNOHANG) != 0 || si.si_pid != l->child) {
+		if (errno == ECHILD) /* (reaped by someone else: no status to give) */
+			l->exited = 1, l->status = 0;
 		return;
+	}
 	l->exited = 1;
 	l->status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, l->pidfd, NULL);
@@ -258,8 +272,7 @@ static void run_loop(struct loop *l)
 			} else
 				bs_sup_on_event(l->sup, d, ev[i].events);
 		}
-		if (l->sup)
-			bs_sup_on_time(l->sup, bs_now());
+		bs_sup_on_time(l->sup, bs_now());
 	}
 }
 
@@ -284,47 +297,74 @@ static void let_go_of_stdio(void)
 		close(null);
 }
 
+/* The signals the supervisor forwards: every one a process can catch,
+ * but job control's (the supervisor stops and continues with the
+ * program), SIGCHLD (its own child's) and SIGPIPE (its own writes'). */
+static void forwarded(sigset_t *set)
+{
+	sigfillset(set);
+	static const int kept[] = {SIGKILL, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
+				   SIGCHLD, SIGPIPE};
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+		sigdelset(set, kept[i]);
+}
+
+/* End as the program ended: a program killed by a signal makes the
+ * supervisor die of the same signal (as timeout(1) does), without a core
+ * file of its own; exit status 128+N only if that signal does not kill. */
+static int end_like(int status, int signo)
+{
+	if (signo <= 0)
+		return status;
+	struct rlimit none = {0, 0};
+	setrlimit(RLIMIT_CORE, &none);
+	signal(signo, SIG_DFL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, signo);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(signo);
+	return status;
+}
+
 int bs_sup_run(char **argv, const struct bs_config *cfg)
 {
-	sigset_t set, old;
-	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof forwarded / sizeof *forwarded; i++)
-		sigaddset(&set, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &set, &old);
+	struct loop l = {.status = 125};
+	l.ep = epoll_create1(EPOLL_CLOEXEC);
+	l.sup = l.ep >= 0 ? bs_sup_open(l.ep, cfg) : NULL;
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-		return perror("backoffshim run: socketpair"), 125;
+	if (!l.sup || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1; /* (nothing started: the caller runs the program as it is) */
+	sigset_t set, old;
+	forwarded(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_chld;
+	sigaction(SIGCHLD, &dfl, &old_chld); /* (an inherited SIG_IGN would reap it for us) */
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return perror("backoffshim run: fork"), 125;
 	if (pid == 0) {
 		close(sv[0]);
-		child(argv, sv[1], parent, &old);
+		child(argv, sv[1], parent, &old, &old_chld);
 	}
 	close(sv[1]);
 	let_go_of_stdio();
-	struct loop l = {.child = pid, .status = 125};
-	l.ep = epoll_create1(EPOLL_CLOEXEC);
+	l.child = pid;
 	l.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	l.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	l.listener = recv_fd(sv[0]);
+	l.listener = recv_fd(sv[0]); /* (-1: the child runs the program as it is) */
 	if (l.listener >= 0) {
 		ioctl(l.listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
-		l.sup = bs_sup_open(l.listener, l.ep, cfg);
-	}
-	if (!l.sup) {
-		fprintf(stderr, "backoffshim run: the seccomp engine could not start\n");
-		kill(pid, SIGKILL);
+		bs_sup_listen(l.sup, l.listener);
+		watch(l.ep, l.listener, EV_LISTENER);
 	}
 	watch(l.ep, l.sigfd, EV_SIGNAL);
 	watch(l.ep, l.pidfd, EV_CHILD);
-	if (l.listener >= 0)
-		watch(l.ep, l.listener, EV_LISTENER);
 	l.listener_gone = l.listener < 0;
 	if (write(sv[0], "g", 1) != 1) { /* the child died early: its status tells */
 	}
 	close(sv[0]);
 	run_loop(&l);
-	return l.status;
+	return end_like(l.status, l.status > 128 ? l.status - 128 : 0);
 }

@@ -28,15 +28,18 @@ struct bs_config;
 const char *bs_sup_unavailable(void);
 
 /* Run argv (execvp) under the engine with settings cfg; returns the exit
- * status for the command to exit with. */
+ * status for the command to exit with (a program killed by a signal: the
+ * supervisor dies of it first), or -1 if the engine could not start and
+ * nothing was run (the caller runs the program without it). */
 int bs_sup_run(char **argv, const struct bs_config *cfg);
 
-/* The engine proper (ops.c), for the loop in spawn.c. */
-struct bs_sup;
-/* listener: the notification fd; ep: the loop's epoll, to which it adds
- * what it watches with data.u64 >= BS_SUP_EV_OWN. NULL on failure. */
+/* The engine proper (ops.c), for the loop in spawn.c. ep: the loop's
+ * epoll, to which it adds what it watches with data.u64 >= BS_SUP_EV_OWN.
+ * NULL on failure. bs_sup_listen: the notification fd, once there is one. */
 #define BS_SUP_EV_OWN 16
-struct bs_sup *bs_sup_open(int listener, int ep, const struct bs_config *cfg);
+struct bs_sup;
+struct bs_sup *bs_sup_open(int ep, const struct bs_config *cfg);
+void bs_sup_listen(struct bs_sup *s, int listener);
 void bs_sup_on_notification(struct bs_sup *s);
 void bs_sup_on_event(struct bs_sup *s, uint64_t data, uint32_t events);
 /* Deadlines: the earliest (UINT64_MAX: none), and their turn at now. */
