@@ -551,7 +551,7 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	take(s, o, n->id, bs_now());
 }
 
-static void drain_ring(struct bs_sup *s);
+static void reap_ring(struct bs_sup *s, int enter);
 
 /* getsockopt(SOL_SOCKET, SO_ERROR): a socket the engine holds is answered
  * from its op; any other goes to the kernel. */
@@ -562,7 +562,7 @@ static void on_so_error(struct bs_sup *s, const struct seccomp_notif *n)
 		let_through(s, n->id);
 		return;
 	}
-	drain_ring(s); /* (the outcome that woke the program may wait there) */
+	reap_ring(s, 1); /* (the outcome that woke the program may wait there) */
 	struct op *o = op_of(s, tid, (int)n->data.args[0]);
 	int value;
 	if (o && o->phase == OWED)
@@ -591,27 +591,41 @@ static void on_so_error(struct bs_sup *s, const struct seccomp_notif *n)
 		op_free(s, o);
 }
 
-void bs_sup_on_notification(struct bs_sup *s)
+static void one_notification(struct bs_sup *s)
 {
 	char buf[256] __attribute__((aligned(8)));
 	struct seccomp_notif *n = (struct seccomp_notif *)buf;
+	memset(buf, 0, s->notif_size);
+	if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, n) != 0)
+		return; /* (ENOENT: the call was interrupted before we read it) */
+	if (n->data.nr == SYS_connect)
+		on_connect(s, n);
+	else if (n->data.nr == SYS_getsockopt)
+		on_so_error(s, n);
+	else if (n->data.nr == SYS_prctl && n->data.args[0] == BS_SUP_PRCTL_OPTION) {
+		bs_preloaded_add((pid_t)n->pid);
+		answer(s, n->id, BS_SUP_PRCTL_ERRNO);
+	} else
+		let_through(s, n->id);
+}
+
+/* The listener is readable: one notification (a wake-up per call; more
+ * keep it readable), then the completions already there (a loopback
+ * connect is done by the time its submission returns). */
+void bs_sup_on_notification(struct bs_sup *s)
+{
+	one_notification(s);
+	reap_ring(s, 0);
+}
+
+/* Every notification waiting now; never blocks. */
+static void drain_notifications(struct bs_sup *s)
+{
 	for (int i = 0; i < 64; i++) {
 		struct pollfd p = {s->listener, POLLIN, 0};
 		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
-			return; /* (RECV would block) */
-		memset(buf, 0, s->notif_size);
-		if (ioctl(s->listener, SECCOMP_IOCTL_NOTIF_RECV, n) != 0)
-			return; /* (ENOENT: the call was interrupted before we read it) */
-		if (n->data.nr == SYS_connect)
-			on_connect(s, n);
-		else if (n->data.nr == SYS_getsockopt)
-			on_so_error(s, n);
-		else if (n->data.nr == SYS_prctl && n->data.args[0] == BS_SUP_PRCTL_OPTION) {
-			bs_preloaded_add((pid_t)n->pid);
-			answer(s, n->id, BS_SUP_PRCTL_ERRNO);
-		}
-		else
-			let_through(s, n->id);
+			return;
+		one_notification(s);
 	}
 }
 
@@ -655,11 +669,14 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 	judge(s, o, now);
 }
 
-static void drain_ring(struct bs_sup *s)
+/* The ring's completions; enter: first let the kernel post the ones it
+ * has (task work runs on our next entry to the kernel). */
+static void reap_ring(struct bs_sup *s, int enter)
 {
 	uint64_t tag;
 	int res;
-	syscall(SYS_io_uring_enter, bs_ring_fd(s->ring), 0, 0, 0, NULL, 0);
+	if (enter)
+		syscall(SYS_io_uring_enter, bs_ring_fd(s->ring), 0, 0, 0, NULL, 0);
 	while (bs_ring_reap(s->ring, &tag, &res)) {
 		struct op *o = &s->ops[(tag >> 32) % MAX_OPS];
 		if (o->phase == ATTEMPT && o->gen == (uint32_t)tag)
@@ -717,7 +734,7 @@ static void watched(struct bs_sup *s, struct op *o)
 void bs_sup_on_event(struct bs_sup *s, uint64_t data, uint32_t events)
 {
 	if (data == BS_SUP_EV_OWN + MAX_OPS) {
-		drain_ring(s);
+		reap_ring(s, 1);
 		return;
 	}
 	uint64_t i = data - BS_SUP_EV_OWN;
@@ -753,7 +770,7 @@ static int still_held(struct op *o)
 static void waited(struct bs_sup *s, struct op *o, uint64_t now)
 {
 	if (o->notif && !still_waiting(s, o->notif)) {
-		bs_sup_on_notification(s); /* (a restarted call joins first) */
+		drain_notifications(s); /* (a restarted call joins first) */
 		if (o->phase != WAITING)
 			return;
 	}

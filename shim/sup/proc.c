@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -30,13 +31,47 @@ int bs_proc_write(pid_t tid, uint64_t at, const void *buf, size_t n)
 	return process_vm_writev(tid, &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
+/* pidfds of the threads that made calls lately, least recently used
+ * out. A pidfd names one thread for good: one whose thread is gone fails
+ * (ESRCH) and is opened anew for the thread that has its number now. */
+#define PIDFDS 64
+static struct {
+	pid_t tid;
+	int fd;
+	uint64_t used;
+} pidfds[PIDFDS];
+static uint64_t uses;
+
+static int pidfd_slot(pid_t tid, int fresh)
+{
+	int lru = 0;
+	for (int i = 0; i < PIDFDS; i++) {
+		if (pidfds[i].tid == tid && pidfds[i].fd > 0) {
+			if (!fresh) {
+				pidfds[i].used = ++uses;
+				return i;
+			}
+			lru = i;
+			break;
+		}
+		if (pidfds[i].used < pidfds[lru].used)
+			lru = i;
+	}
+	int fd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	if (fd < 0)
+		return -1;
+	if (pidfds[lru].fd > 0)
+		close(pidfds[lru].fd);
+	pidfds[lru].tid = tid, pidfds[lru].fd = fd, pidfds[lru].used = ++uses;
+	return lru;
+}
+
 int bs_proc_getfd(pid_t tid, int fd)
 {
-	int pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-	if (pidfd < 0)
-		return -1;
-	int dup = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	close(pidfd);
+	int i = pidfd_slot(tid, 0);
+	int dup = i < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfds[i].fd, fd, 0);
+	if (dup < 0 && i >= 0 && errno == ESRCH && (i = pidfd_slot(tid, 1)) >= 0)
+		dup = (int)syscall(SYS_pidfd_getfd, pidfds[i].fd, fd, 0);
 	return dup; /* (pidfd_getfd sets close-on-exec) */
 }
 
@@ -48,7 +83,14 @@ int bs_proc_same_file(pid_t tid, int fd, int mine)
 	return r < 0 && errno == ESRCH ? -1 : 0;
 }
 
-pid_t bs_proc_tgid(pid_t tid)
+/* PIDFD_GET_INFO (6.13): the pid, thread group and parent of a pidfd */
+struct pidfd_info_v0 {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ids[8], spare;
+};
+#define PIDFD_GET_INFO_V0 _IOWR(0xFF, 11, struct pidfd_info_v0)
+
+static pid_t tgid_from_proc(pid_t tid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
@@ -62,6 +104,17 @@ pid_t bs_proc_tgid(pid_t tid)
 	buf[n] = '\0';
 	const char *t = strstr(buf, "\nTgid:");
 	return t ? (pid_t)atoi(t + 6) : 0;
+}
+
+pid_t bs_proc_tgid(pid_t tid)
+{
+	int i = pidfd_slot(tid, 0);
+	struct pidfd_info_v0 info;
+	memset(&info, 0, sizeof info);
+	info.mask = 1; /* PIDFD_INFO_PID */
+	if (i >= 0 && ioctl(pidfds[i].fd, PIDFD_GET_INFO_V0, &info) == 0 && info.tgid)
+		return (pid_t)info.tgid;
+	return tgid_from_proc(tid);
 }
 
 /* The executables judged so far (a program rarely runs more than a few). */
