@@ -32,6 +32,9 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROG_SRC   := $(wildcard tests/progs/*.c)
 PROG_BIN   := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
 BENCH_BIN  := $(BUILD)/bench/connect_bench
+# The seccomp engine's cost (issue 23): tests/bench/sup_bench.c, with the
+# engine's own filter (shim/common/sfilter.c) for its filter-only setting.
+SUP_BENCH_BIN := $(BUILD)/bench/sup_bench
 # Programs LD_PRELOAD cannot reach, for the seccomp engine (issue 23): the
 # static Go clients of tests/go (one main package a directory) and a static
 # C client (tests/static).
@@ -131,7 +134,12 @@ $(BENCH_BIN): tests/bench/connect_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lpthread
 
-check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(STATIC_BIN) $(BENCH_BIN) | test-deps
+$(SUP_BENCH_BIN): tests/bench/sup_bench.c shim/common/sfilter.c shim/common/sfilter.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Ishim/common -o $@ tests/bench/sup_bench.c \
+	    shim/common/sfilter.c -lpthread
+
+check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(STATIC_BIN) $(BENCH_BIN) $(SUP_BENCH_BIN) | test-deps
 	@$(MAKE) --no-print-directory cross-check
 	@$(MAKE) --no-print-directory go-progs
 	@scripts/check.sh $(UNIT_BIN)
@@ -181,9 +189,15 @@ demo: $(SO) $(BUILD)/progs/legacy_client
 
 # Wall-time ratios, then what they cannot show: instructions (callgrind)
 # and system calls (strace -c) added per operation (tests/bench/counts.py).
-bench: $(SO) $(BENCH_BIN)
+# Then the seccomp engine's cost (issue 23, docs/performance.md), in a
+# network namespace of its own with lo up (outside one, this host intercepts
+# outgoing TCP): it prints its ratios and at most warns, never fails.
+bench: $(SO) $(CLI) $(BENCH_BIN) $(SUP_BENCH_BIN)
 	@$(BENCH_BIN) $(SO)
 	@python3 tests/bench/counts.py $(BENCH_BIN) $(SO)
+	@unshare --user --map-current-user --keep-caps --net \
+	    sh -c 'ip link set lo up && exec $(SUP_BENCH_BIN) $(CLI)' || \
+	    echo "seccomp engine cost: not measured (no network namespace here, or see above)"
 
 # The herd experiment (issue 10): 100 clients, three cases, build/herd.png.
 herd: $(SO) $(BUILD)/progs/herdclient
