@@ -7,8 +7,7 @@
  * promised ones: connect() with an address length of 16 or 28 goes to the
  * supervisor and no other length does; getsockopt(SOL_SOCKET, SO_ERROR)
  * only when asked for, no other level or option; prctl(BS_SUP_PRCTL_OPTION)
- * answered BS_SUP_PRCTL_ERRNO by the filter itself (or, built with
- * -DPRCTL_TO_SUPERVISOR=1, sent to the supervisor); another architecture's
+ * (the library announcing itself) sent to the supervisor; another architecture's
  * calls (i386, x32) and every other call allowed.
  *
  * The second installs the program in a child (no_new_privs,
@@ -58,17 +57,9 @@
 #define NOTIF SECCOMP_RET_USER_NOTIF
 #define HI32 (1ull << 32)
 
-/* prctl(BS_SUP_PRCTL_OPTION): answered by the filter itself with
- * BS_SUP_PRCTL_ERRNO (0), or sent to the supervisor (1: the design where
- * the library announces itself and the supervisor answers). */
-#ifndef PRCTL_TO_SUPERVISOR
-#define PRCTL_TO_SUPERVISOR 0
-#endif
-#if PRCTL_TO_SUPERVISOR
+/* prctl(BS_SUP_PRCTL_OPTION): the library announcing itself, sent to the
+ * supervisor (which answers BS_SUP_PRCTL_ERRNO) */
 #define PRCTL_ANSWER NOTIF
-#else
-#define PRCTL_ANSWER (SECCOMP_RET_ERRNO | BS_SUP_PRCTL_ERRNO)
-#endif
 
 /* ---- the program, judged and run without the kernel ---- */
 
@@ -548,15 +539,14 @@ static void test_kernel(void **state)
 		assert_int_equal(r.err[G_TYPE], ENOTSOCK);
 		assert_int_equal(r.err[G_TCP], ENOTSOCK);
 		assert_int_equal(r.err[G_HILEVEL], ENOTSOCK);
-		/* the prctl: answered by the filter itself (no round trip), or
-		 * by the supervisor */
-		assert_int_equal(r.err[P_OPT], PRCTL_TO_SUPERVISOR ? EXDEV : BS_SUP_PRCTL_ERRNO);
-		assert_int_equal(r.err[P_OPT_HI], PRCTL_TO_SUPERVISOR ? EXDEV : BS_SUP_PRCTL_ERRNO);
+		/* the prctl: answered by the supervisor */
+		assert_int_equal(r.err[P_OPT], EXDEV);
+		assert_int_equal(r.err[P_OPT_HI], EXDEV);
 		assert_int_equal(r.err[P_DUMP], 0);
 		assert_int_not_equal(r.err[X32_CONNECT], EXDEV);
 		/* exactly the trapped calls reached the listener, in order,
 		 * with the native architecture */
-		unsigned want = (trap ? 4 : 3) + (PRCTL_TO_SUPERVISOR ? 2 : 0);
+		unsigned want = (trap ? 4 : 3) + 2;
 		assert_int_equal(s.n, want);
 		assert_int_equal(s.nr[0], SYS_connect);
 		assert_int_equal(s.arg2[0], 16);
