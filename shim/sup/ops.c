@@ -301,6 +301,7 @@ static void owe(struct bs_sup *s, struct op *o, int err, uint64_t now)
 		return;
 	}
 	o->phase = OWED, o->owed = err, o->due = now + OWED_KEEP;
+	o->tgid = o->tgid ? o->tgid : bs_proc_tgid(o->tid);
 	if (o->defer)
 		shutdown(o->dup, SHUT_RDWR);
 }
@@ -409,6 +410,7 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 			start_attempt(s, o, e, st, mine, now);
 			return;
 		case BS_WAIT:
+			o->tgid = o->tgid ? o->tgid : bs_proc_tgid(o->tid); /* (for still_held) */
 			o->phase = WAITING;
 			o->due = bs_min_u64(d.until, now + RECHECK);
 			return;
@@ -467,6 +469,7 @@ static void pace(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 		return;
 	}
 	o->phase = WATCH, o->due = now + RECHECK;
+	o->tgid = bs_proc_tgid(o->tid);
 	let_through(s, id);
 }
 
@@ -475,7 +478,6 @@ static void take(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 {
 	int nonblocking = fcntl(o->dup, F_GETFL) & O_NONBLOCK;
 	int mode = o->cfg->nonblocking;
-	o->tgid = bs_proc_tgid(o->tid);
 	if (nonblocking && mode == BS_NB_OFF) {
 		let_through(s, id);
 		op_free(s, o);
