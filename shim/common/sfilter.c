@@ -54,6 +54,10 @@ unsigned bs_sfilter_build(struct sock_filter *out, int trap_so_error)
 		PUT(RET(SECCOMP_RET_ALLOW));
 	}
 
+	/* landlock_restrict_self() */
+	PUT(IF_EQ(BS_SYS_LANDLOCK_RESTRICT_SELF, 1));
+	PUT(RET(SECCOMP_RET_USER_NOTIF));
+
 	/* prctl(BS_SUP_PRCTL_OPTION): the library announces itself */
 	PUT(LD(offsetof(struct seccomp_data, nr)));
 	PUT(IF_EQ(SYS_prctl, 3));

@@ -12,6 +12,9 @@
  *    process's connects itself, and the supervisor passes them through
  *    (one engine per connect, never a wait inside a wait); the supervisor
  *    answers BS_SUP_PRCTL_ERRNO.
+ *  - landlock_restrict_self(): a process that sandboxes itself is left to
+ *    the kernel from then on (the sandbox judges the task that connects);
+ *    the supervisor lets the call continue.
  * Anything else, and any other architecture's calls (x32 included), are
  * allowed untouched.
  */
@@ -25,7 +28,10 @@
 #define BS_SUP_PRCTL_OPTION 0x62736870
 #define BS_SUP_PRCTL_ERRNO 133 /* EHWPOISON: never a prctl's own answer */
 
-#define BS_SFILTER_MAX 32
+/* (the same number on every architecture; older headers lack its name) */
+#define BS_SYS_LANDLOCK_RESTRICT_SELF 446
+
+#define BS_SFILTER_MAX 40
 
 /* The program into out (BS_SFILTER_MAX entries); returns its length.
  * trap_so_error: also send getsockopt(SOL_SOCKET, SO_ERROR). */

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "policy.h"
 #include "sfilter.h"
-#include "preloaded.h"
+#include "handsoff.h"
 #include "proc.h"
 #include "ring.h"
 #include "shared.h"
@@ -528,7 +528,7 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 		join(s, o, n->id, tid);
 		return;
 	}
-	if (bs_preloaded_has(tid)) { /* its library retries it */
+	if (bs_handsoff_has(tid)) { /* its library retries it, or its sandbox judges it */
 		let_through(s, n->id);
 		return;
 	}
@@ -543,7 +543,7 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	o->cfg = bs_config_for(s->cfg, (const struct sockaddr *)&ss, len, NULL, NULL);
 	o->dup = bs_proc_getfd(tid, fd);
 	o->phase = WAITING;
-	if (o->dup < 0 || !is_tcp(o->dup) || o->cfg->disable ||
+	if (o->dup < 0 || !is_tcp(o->dup) || o->cfg->disable || bs_proc_other_label(tid) ||
 	    o->cfg->policy.kind == BS_POLICY_OFF || o->cfg->policy.kind == BS_POLICY_RESPONSIVE ||
 	    !still_waiting(s, n->id)) {
 		let_through(s, n->id);
@@ -605,8 +605,11 @@ static void one_notification(struct bs_sup *s)
 	else if (n->data.nr == SYS_getsockopt)
 		on_so_error(s, n);
 	else if (n->data.nr == SYS_prctl && n->data.args[0] == BS_SUP_PRCTL_OPTION) {
-		bs_preloaded_add((pid_t)n->pid);
+		bs_handsoff_add((pid_t)n->pid, BS_HANDS_OFF_LIBRARY);
 		answer(s, n->id, BS_SUP_PRCTL_ERRNO);
+	} else if (n->data.nr == BS_SYS_LANDLOCK_RESTRICT_SELF) {
+		bs_handsoff_add((pid_t)n->pid, BS_HANDS_OFF_SANDBOX); /* (before it takes effect) */
+		let_through(s, n->id);
 	} else
 		let_through(s, n->id);
 }

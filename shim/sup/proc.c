@@ -90,10 +90,11 @@ struct pidfd_info_v0 {
 };
 #define PIDFD_GET_INFO_V0 _IOWR(0xFF, 11, struct pidfd_info_v0)
 
-static pid_t tgid_from_proc(pid_t tid)
+/* A "Name:\tNUMBER" field of /proc/<pid>/status; 0 if unknown. */
+static pid_t status_field(pid_t pid, const char *name)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -102,8 +103,42 @@ static pid_t tgid_from_proc(pid_t tid)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	const char *t = strstr(buf, "\nTgid:");
-	return t ? (pid_t)atoi(t + 6) : 0;
+	const char *t = strstr(buf, name);
+	return t ? (pid_t)atoi(t + strlen(name)) : 0;
+}
+
+pid_t bs_proc_ppid(pid_t pid)
+{
+	return status_field(pid, "\nPPid:");
+}
+
+/* The LSM label of a process (AppArmor, SELinux, Smack), or "" if none
+ * can be read. */
+static void label_of(const char *who, char *out, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%s/attr/current", who);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, out, n - 1);
+	if (fd >= 0)
+		close(fd);
+	out[got > 0 ? got : 0] = '\0';
+}
+
+int bs_proc_other_label(pid_t tid)
+{
+	static char mine[256];
+	static int known;
+	if (!known) {
+		label_of("self", mine, sizeof mine);
+		known = 1;
+	}
+	if (!mine[0])
+		return 0; /* (no LSM labels here: nothing to differ) */
+	char who[16], theirs[256];
+	snprintf(who, sizeof who, "%d", (int)tid);
+	label_of(who, theirs, sizeof theirs);
+	return strcmp(mine, theirs) != 0;
 }
 
 pid_t bs_proc_tgid(pid_t tid)
@@ -114,7 +149,7 @@ pid_t bs_proc_tgid(pid_t tid)
 	info.mask = 1; /* PIDFD_INFO_PID */
 	if (i >= 0 && ioctl(pidfds[i].fd, PIDFD_GET_INFO_V0, &info) == 0 && info.tgid)
 		return (pid_t)info.tgid;
-	return tgid_from_proc(tid);
+	return status_field(tid, "\nTgid:");
 }
 
 /* The executables judged so far (a program rarely runs more than a few). */

@@ -31,6 +31,14 @@ int bs_proc_same_file(pid_t tid, int fd, int mine);
 
 /* The process (thread group) of thread tid; 0 if it is gone. */
 pid_t bs_proc_tgid(pid_t tid);
+/* The parent of process pid; 0 if unknown. */
+pid_t bs_proc_ppid(pid_t pid);
+
+/* Does thread tid run under another LSM label than the engine (an
+ * AppArmor profile or SELinux domain entered on exec)? Then an attempt
+ * the engine made for it would be judged by the engine's label, not its
+ * own. 0 where the engine's own label cannot be read (no such LSM). */
+int bs_proc_other_label(pid_t tid);
 
 /* Is the program tid runs a Go program (its runtime waits on the edge of
  * writability and reads SO_ERROR after it)? Remembered per executable. */

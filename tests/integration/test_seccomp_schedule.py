@@ -235,3 +235,20 @@ def test_a_paced_program_connects_to_a_live_server_every_time():
         engine = run(under("seccomp", cmd), engine_env())
     check(plain[0] == 0 and plain[1].strip() == "ok=200 bad=0", "plain: %r" % (plain,))
     check(engine[0] == 0 and engine[1] == plain[1], "engine: %r (plain %r)" % (engine[1], plain[1]))
+
+
+# --- a sandbox stays the program's ------------------------------------------------
+
+def test_a_program_that_sandboxes_itself_keeps_its_sandbox():
+    """Landlock judges the task that connects: the engine leaves a process
+    that restricted itself, and its children, to the kernel, so its
+    connects are refused by its sandbox as without the engine."""
+    port = free_port()
+    cmd = [prog("sandboxed"), str(port)]
+    with Server(port).start():
+        plain = run(cmd, base_env())
+        if plain[0] == 2:
+            raise TestSkip("Landlock cannot restrict TCP connects here: %r" % plain[2])
+        engine = run(under("seccomp", cmd), engine_env())
+    check(plain[0] == 0 and plain[1] == "parent: EACCES\nchild: EACCES\n", "plain: %r" % (plain,))
+    check(engine[:2] == plain[:2], "under the engine: %r (plain %r)" % (engine[:2], plain[:2]))

@@ -213,6 +213,9 @@ static void test_prctl(void **state)
 		assert_int_equal(judge(&p, NATIVE, SYS_prctl, PR_GET_DUMPABLE, 0, 0), ALLOW);
 		assert_int_equal(judge(&p, NATIVE, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0), ALLOW);
 		assert_int_equal(judge(&p, NATIVE, SYS_prctl, BS_SUP_PRCTL_OPTION + 1, 0, 0), ALLOW);
+		/* a process that sandboxes itself is told to the supervisor */
+		assert_int_equal(judge(&p, NATIVE, BS_SYS_LANDLOCK_RESTRICT_SELF, 3, 0, 0), NOTIF);
+		assert_int_equal(judge(&p, NATIVE, BS_SYS_LANDLOCK_RESTRICT_SELF - 2, 0, 0, 0), ALLOW);
 		/* the option number in another call's first argument */
 		assert_int_equal(judge(&p, NATIVE, SYS_read, BS_SUP_PRCTL_OPTION, 0, 0), ALLOW);
 		assert_int_equal(judge(&p, NATIVE, SYS_ioctl, BS_SUP_PRCTL_OPTION, 0, 0), ALLOW);
