@@ -1,8 +1,10 @@
 /* shtab: see shtab.h. */
 #include "shtab.h"
+
 #include "mix.h"
 #include "util.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 BS_STATIC_ASSERT(sizeof(struct bs_shtab_header) == 48, "no padding: headers compare whole");
@@ -87,4 +89,15 @@ size_t bs_shtab_lock_path(char *out, size_t n, const char *dir, int key)
 	memcpy(out, buf, len);
 	out[len] = 0;
 	return len;
+}
+
+void bs_shtab_header_publish(struct bs_shtab_header *h)
+{
+	struct bs_shtab_header want;
+	bs_shtab_header_init(&want);
+	uint64_t magic = want.magic;
+	want.magic = 0;
+	memcpy((char *)h + sizeof h->magic, (char *)&want + sizeof want.magic,
+	       sizeof want - sizeof want.magic);
+	atomic_store_explicit((_Atomic uint64_t *)&h->magic, magic, memory_order_release);
 }

@@ -60,6 +60,10 @@ enum bs_shtab_verdict {
 
 /* The header a new table gets. */
 void bs_shtab_header_init(struct bs_shtab_header *h);
+/* That header written into a new segment's h: every field, then the magic
+ * word last (release), so that a process checking it meanwhile sees "new"
+ * (all zero but the fields) or the whole header, never half of one. */
+void bs_shtab_header_publish(struct bs_shtab_header *h);
 
 /* May a process with effective uid `euid` attach this segment? */
 enum bs_shtab_verdict bs_shtab_check_segment(const struct bs_shtab_stat *st, uid_t euid);

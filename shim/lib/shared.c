@@ -81,20 +81,6 @@ static uid_t euid(void)
 	return (uid_t)getauxval(AT_EUID); /* (no system call) */
 }
 
-/* A new segment's header: every field, then the magic word last, so that
- * a process checking it meanwhile sees "new" (all zero but the fields) or
- * the whole header, never a half one with the magic. */
-static void write_header(struct bs_shtab_header *h)
-{
-	struct bs_shtab_header want;
-	bs_shtab_header_init(&want);
-	uint64_t magic = want.magic;
-	want.magic = 0;
-	memcpy((char *)h + sizeof h->magic, (char *)&want + sizeof want.magic,
-	       sizeof want - sizeof want.magic);
-	atomic_store_explicit((_Atomic uint64_t *)&h->magic, magic, memory_order_release);
-}
-
 /* The segment attached and checked: the table, or NULL with *why. */
 static struct bs_table *attach(int id, const char **why)
 {
@@ -112,7 +98,7 @@ static struct bs_table *attach(int id, const char **why)
 	struct bs_shtab_header *h = (struct bs_shtab_header *)m;
 	v = bs_shtab_check_header(h);
 	if (v == BS_SHTAB_NEW)
-		write_header(h); /* (whoever attaches first writes the same) */
+		bs_shtab_header_publish(h); /* (whoever attaches first writes the same) */
 	else if (v != BS_SHTAB_OK) {
 		BS_SYS(SYS_shmdt, (void *)m);
 		return *why = bs_shtab_verdict_text(v), NULL;

@@ -27,18 +27,6 @@ static struct bs_table *private_table(void)
 	return t;
 }
 
-/* A new segment's header: the fields, then the magic word last. */
-static void write_header(struct bs_shtab_header *h)
-{
-	struct bs_shtab_header want;
-	bs_shtab_header_init(&want);
-	uint64_t magic = want.magic;
-	want.magic = 0;
-	memcpy((char *)h + sizeof h->magic, (char *)&want + sizeof want.magic,
-	       sizeof want - sizeof want.magic);
-	atomic_store_explicit((_Atomic uint64_t *)&h->magic, magic, memory_order_release);
-}
-
 static struct bs_table *attach(int id)
 {
 	struct shmid_ds ds;
@@ -53,7 +41,7 @@ static struct bs_table *attach(int id)
 		return NULL;
 	enum bs_shtab_verdict v = bs_shtab_check_header((struct bs_shtab_header *)m);
 	if (v == BS_SHTAB_NEW)
-		write_header((struct bs_shtab_header *)m);
+		bs_shtab_header_publish((struct bs_shtab_header *)m);
 	else if (v != BS_SHTAB_OK)
 		return shmdt(m), NULL;
 	return (struct bs_table *)(void *)((char *)m + BS_SHTAB_OFFSET);
