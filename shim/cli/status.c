@@ -15,10 +15,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <linux/futex.h>
+#include <math.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/shm.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -28,6 +31,7 @@
 
 static const char status_usage[] =
 	"Usage: backoffshim status [--json | --prometheus] [--table NAME | --user NAME]\n"
+	"       backoffshim status --watch [SECONDS] [--table NAME | --user NAME]\n"
 	"       backoffshim status --gc\n"
 	"\n"
 	"Shows every destination of the shared table that is failing or on\n"
@@ -46,6 +50,11 @@ static const char status_usage[] =
 	"  --table NAME    the table that shared = NAME names (default: as\n"
 	"                  BACKOFFSHIM_SHARED and the config say)\n"
 	"  --user NAME     another user's table (root)\n"
+	"  --watch [SECONDS]\n"
+	"                  redraw the table every SECONDS (2; 0.1 to 3600), as\n"
+	"                  watch(1) would, until interrupted (Ctrl-C exits 0); on a\n"
+	"                  terminal the screen is cleared and the rows fit in it,\n"
+	"                  otherwise each table follows the last after a blank line\n"
 	"  --gc            remove this user's tables (root: every user's) that no\n"
 	"                  process has attached\n"
 	"  -h, --help      show this help\n"
@@ -66,13 +75,31 @@ static const char reset_usage[] =
 
 enum format { TEXT, JSON, PROMETHEUS };
 
+#define WATCH_DEFAULT 2.0
+#define WATCH_MIN 0.1
+#define WATCH_MAX 3600.0
+
 struct opts {
 	enum format format;
 	const char *table;
 	const char *user;
 	int all, gc;
 	const char *dest;
+	double watch; /* seconds between tables; 0: show one */
 };
+
+/* --watch's SECONDS: 0, or the usage error. */
+static int watch_seconds(const char *text, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (end == text || *end || errno || !isfinite(v) || v < WATCH_MIN || v > WATCH_MAX)
+		return bs_cli_usage("status", "--watch '%s': give SECONDS from %g to %g", text,
+				    WATCH_MIN, WATCH_MAX);
+	*out = v;
+	return 0;
+}
 
 static int parse(int argc, char **argv, const char *sub, const char *usage, struct opts *o)
 {
@@ -83,6 +110,7 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 		{"user", required_argument, NULL, 'u'},
 		{"all", no_argument, NULL, 'a'},
 		{"gc", no_argument, NULL, 'g'},
+		{"watch", optional_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -109,14 +137,26 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 				return bs_cli_usage(sub, "unknown option '--gc'");
 			o->gc = 1;
 			break;
+		case 'w':
+			if (!is_status)
+				return bs_cli_usage(sub, "unknown option '--watch'");
+			o->watch = WATCH_DEFAULT;
+			/* --watch=S, or --watch S: a next word that is no option */
+			if (!optarg && optind < argc && argv[optind][0] != '-')
+				optarg = argv[optind++];
+			if (optarg && watch_seconds(optarg, &o->watch))
+				return BS_EXIT_USAGE;
+			break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: return bs_cli_bad_option(sub, c, argv);
 		}
 	}
 	if (o->table && o->user)
 		return bs_cli_usage(sub, "--table and --user exclude each other");
-	if (o->gc && (o->table || o->user || o->format != TEXT))
+	if (o->gc && (o->table || o->user || o->format != TEXT || o->watch))
 		return bs_cli_usage(sub, "--gc takes no other option");
+	if (o->watch && o->format != TEXT)
+		return bs_cli_usage(sub, "--watch shows the table as text: no --json or --prometheus");
 	if (!is_status) {
 		if (optind < argc)
 			o->dest = argv[optind++];
@@ -319,7 +359,9 @@ static const char *err_name(int e)
 	return n ? n : "-";
 }
 
-static void print_text(const struct row *r, unsigned n)
+/* The rows as a table, the first max of them (the most urgent) and a line
+ * counting the rest. */
+static void print_text(const struct row *r, unsigned n, unsigned max)
 {
 	if (!n) {
 		puts("no destination is backing off");
@@ -328,7 +370,7 @@ static void print_text(const struct row *r, unsigned n)
 	printf("%-28s %8s %-13s %10s %7s %5s %10s %8s %8s %6s %9s %7s\n", "DESTINATION",
 	       "FAILURES", "LAST ERROR", "NEXT IN", "THREADS", "PROCS", "LAST TRY", "ATTEMPTS",
 	       "FAILED", "WAITS", "WAITED", "GAVE UP");
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < n && i < max; i++) {
 		char next[32], age[32];
 		if (r[i].probation)
 			snprintf(next, sizeof next, "probation");
@@ -344,6 +386,8 @@ static void print_text(const struct row *r, unsigned n)
 		       r[i].failures, err_name(r[i].last_err), next, r[i].waiting, r[i].procs, age,
 		       r[i].attempts, r[i].fails, r[i].waits, r[i].waited, r[i].giveups);
 	}
+	if (n > max)
+		printf("... and %u more\n", n - max);
 }
 
 /* s as the inside of a JSON string, or of a Prometheus label value: a
@@ -506,9 +550,99 @@ static void remove_unused(int id, const struct shmid_ds *ds, void *ctx)
 	}
 }
 
+/* The table as it is now, in o's format (text: at most max_rows rows);
+ * returns status's exit status. */
+static int show(const struct opts *o, const struct where *w, unsigned max_rows)
+{
+	int absent, damaged;
+	struct bs_table *t = attach_table(w, 0, 0, &absent, &damaged);
+	if (!t && (!absent || w->named)) {
+		if (absent)
+			fprintf(stderr, "backoffshim: no table %s%s%s: no process has failed a "
+					"connect with it\n", w->name, o->user ? " of user " : "",
+				o->user ? o->user : "");
+		return damaged ? 3 : 1;
+	}
+	static struct row rows[BS_TABLE_SLOTS];
+	unsigned n = 0;
+	uint64_t now = bs_now();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	double wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	uint64_t forget = bs_policy_longest_wait(&w->cfg.policy);
+	int lockfd = t ? open_lock_file(w) : -1;
+	for (unsigned i = 0; t && i < BS_TABLE_SLOTS; i++)
+		n += read_row(t, i, now, wall, forget, lockfd, &rows[n]);
+	if (lockfd >= 0)
+		close(lockfd);
+	qsort(rows, n, sizeof rows[0], by_urgency);
+	char user[64];
+	struct passwd *pw = getpwuid(w->owner);
+	snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "?");
+	struct labels lb = {w->name, user};
+	if (o->format == JSON)
+		print_json(rows, n);
+	else if (o->format == PROMETHEUS)
+		print_prometheus(rows, n, &lb);
+	else
+		print_text(rows, n, max_rows);
+	if (o->format == TEXT && geteuid() == 0 && !o->user && !o->table) {
+		uid_t me = 0;
+		each_table(name_other, &me);
+	}
+	unsigned bad = t ? damaged_slots(t) : 0;
+	if (t)
+		shmdt((char *)t - BS_SHTAB_OFFSET);
+	if (bad)
+		fprintf(stderr, "backoffshim: table %s is damaged: %u entries do not check out; "
+				"backoffshim reset --all rebuilds it\n", w->name, bad);
+	return bad ? 3 : 0;
+}
+
+/* --watch: a heading and the table every o->watch seconds, until SIGINT or
+ * SIGTERM (exit 0). On a terminal, as watch(1): the screen cleared (no
+ * colour) and the rows cut to fit it; otherwise the tables one after
+ * another, a blank line between them. A table missing or damaged for a
+ * while is said so, and the watch goes on. */
+static int watch(const struct opts *o, const struct where *w)
+{
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, NULL); /* taken by sigtimedwait below */
+	int tty = isatty(STDOUT_FILENO);
+	char host[256] = "";
+	gethostname(host, sizeof host - 1);
+	struct timespec every = {(time_t)o->watch,
+				 (long)((o->watch - (double)(time_t)o->watch) * 1e9)};
+	for (unsigned long frame = 0;; frame++) {
+		unsigned max_rows = UINT32_MAX;
+		struct winsize ws;
+		if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row)
+			max_rows = ws.ws_row > 5 ? ws.ws_row - 4u : 1; /* heading, blank, titles, more */
+		char when[64] = "";
+		time_t now = time(NULL);
+		struct tm tm;
+		if (localtime_r(&now, &tm))
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+		if (tty)
+			fputs("\033[H\033[2J", stdout); /* home, clear the screen */
+		else if (frame)
+			putchar('\n');
+		printf("Every %gs: backoffshim status    %s: %s\n\n", o->watch, host, when);
+		fflush(stdout);
+		show(o, w, max_rows);
+		if (fflush(stdout) == EOF || ferror(stdout))
+			return 1; /* nowhere to write: stop */
+		if (sigtimedwait(&stop, NULL, &every) > 0)
+			return 0;
+	}
+}
+
 int bs_cmd_status(int argc, char **argv)
 {
-	struct opts o = {TEXT, NULL, NULL, 0, 0, NULL};
+	struct opts o = {TEXT, NULL, NULL, 0, 0, NULL, 0};
 	int st = parse(argc, argv, "status", status_usage, &o);
 	if (st >= 0)
 		return st;
@@ -520,49 +654,9 @@ int bs_cmd_status(int argc, char **argv)
 		return 0;
 	}
 	struct where w;
-	int absent, damaged;
 	if (locate(&o, &w))
 		return 1;
-	struct bs_table *t = attach_table(&w, 0, 0, &absent, &damaged);
-	if (!t && (!absent || w.named)) {
-		if (absent)
-			fprintf(stderr, "backoffshim: no table %s%s%s: no process has failed a "
-					"connect with it\n", w.name, o.user ? " of user " : "",
-				o.user ? o.user : "");
-		return damaged ? 3 : 1;
-	}
-	static struct row rows[BS_TABLE_SLOTS];
-	unsigned n = 0;
-	uint64_t now = bs_now();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	double wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-	uint64_t forget = bs_policy_longest_wait(&w.cfg.policy);
-	int lockfd = t ? open_lock_file(&w) : -1;
-	for (unsigned i = 0; t && i < BS_TABLE_SLOTS; i++)
-		n += read_row(t, i, now, wall, forget, lockfd, &rows[n]);
-	if (lockfd >= 0)
-		close(lockfd);
-	qsort(rows, n, sizeof rows[0], by_urgency);
-	char user[64];
-	struct passwd *pw = getpwuid(w.owner);
-	snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "?");
-	struct labels lb = {w.name, user};
-	if (o.format == JSON)
-		print_json(rows, n);
-	else if (o.format == PROMETHEUS)
-		print_prometheus(rows, n, &lb);
-	else
-		print_text(rows, n);
-	if (o.format == TEXT && geteuid() == 0 && !o.user && !o.table) {
-		uid_t me = 0;
-		each_table(name_other, &me);
-	}
-	unsigned bad = t ? damaged_slots(t) : 0;
-	if (bad)
-		fprintf(stderr, "backoffshim: table %s is damaged: %u entries do not check out; "
-				"backoffshim reset --all rebuilds it\n", w.name, bad);
-	return bad ? 3 : 0;
+	return o.watch ? watch(&o, &w) : show(&o, &w, UINT32_MAX);
 }
 
 /* --all: every slot that does not check out emptied, every tag rebuilt. */
@@ -606,7 +700,7 @@ static uint64_t name_key_of(const char *text)
 
 int bs_cmd_reset(int argc, char **argv)
 {
-	struct opts o = {TEXT, NULL, NULL, 0, 0, NULL};
+	struct opts o = {TEXT, NULL, NULL, 0, 0, NULL, 0};
 	int st = parse(argc, argv, "reset", reset_usage, &o);
 	if (st >= 0)
 		return st;
