@@ -209,14 +209,22 @@ herd500: $(SO) $(BUILD)/progs/herdclient $(BUILD)/progs/herdnb
 	@python3 tests/herd/herd500.py
 
 # Every file `make install` writes, so that `make uninstall` removes exactly
-# those: the command, the library, the example config, the man pages and
-# the bash completion.
+# those: the command, the library, the example config, the man pages, the
+# bash, zsh and fish completions, and the list of the directories install
+# created (INSTALL_DIRS_LIST), the only ones uninstall removes (if empty).
 MULTIARCH ?= $(shell $(CC) -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 
+INSTALL_DIRS := $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/share/backoffshim \
+	$(PREFIX)/share/man/man1 $(PREFIX)/share/man/man5 \
+	$(PREFIX)/share/bash-completion/completions $(PREFIX)/share/zsh/site-functions \
+	$(PREFIX)/share/fish/vendor_completions.d
+INSTALL_DIRS_LIST := $(PREFIX)/share/backoffshim/installed-dirs
 INSTALLED := $(PREFIX)/bin/backoffshim $(PREFIX)/lib/libbackoffshim.so \
 	$(PREFIX)/share/backoffshim/backoffshim.ini $(PREFIX)/share/man/man1/backoffshim.1 \
 	$(PREFIX)/share/man/man5/backoffshim.ini.5 \
-	$(PREFIX)/share/bash-completion/completions/backoffshim
+	$(PREFIX)/share/bash-completion/completions/backoffshim \
+	$(PREFIX)/share/zsh/site-functions/_backoffshim \
+	$(PREFIX)/share/fish/vendor_completions.d/backoffshim.fish $(INSTALL_DIRS_LIST)
 
 # The man pages name the version and where this install puts the library
 # (MAN_LIBDIR, MAN_PAGES: defined at the top).
@@ -226,10 +234,16 @@ $(BUILD)/man/%: man/% shim/common/version.h $(BUILD)/prefix.stamp
 	    -e 's|@LIBDIR@|$(MAN_LIBDIR)|g' $< > $@.tmp && mv $@.tmp $@
 man: $(MAN_PAGES)
 
+# The directories missing before (each level, without DESTDIR) are added
+# to those an earlier install recorded.
 install: $(SO) $(CLI) $(MAN_PAGES)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/backoffshim \
-	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	@new=$$(for d in $(addprefix $(DESTDIR),$(INSTALL_DIRS)); do \
+	    while [ ! -d "$$d" ]; do echo "$${d#$(DESTDIR)}"; d=$$(dirname "$$d"); done; \
+	done); \
+	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS)) && \
+	{ cat $(DESTDIR)$(INSTALL_DIRS_LIST) 2>/dev/null; [ -z "$$new" ] || echo "$$new"; } | \
+	    LC_ALL=C sort -u > $(DESTDIR)$(INSTALL_DIRS_LIST).tmp && \
+	mv $(DESTDIR)$(INSTALL_DIRS_LIST).tmp $(DESTDIR)$(INSTALL_DIRS_LIST)
 	install -m 0755 $(CLI) $(DESTDIR)$(PREFIX)/bin/backoffshim
 	install -m 0644 $(SO) $(DESTDIR)$(PREFIX)/lib/libbackoffshim.so
 	install -m 0644 config/backoffshim.ini $(DESTDIR)$(PREFIX)/share/backoffshim/backoffshim.ini
@@ -237,10 +251,18 @@ install: $(SO) $(CLI) $(MAN_PAGES)
 	install -m 0644 $(BUILD)/man/backoffshim.ini.5 $(DESTDIR)$(PREFIX)/share/man/man5/backoffshim.ini.5
 	install -m 0644 completions/backoffshim \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/backoffshim
+	install -m 0644 completions/_backoffshim $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_backoffshim
+	install -m 0644 completions/backoffshim.fish \
+	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/backoffshim.fish
 
+# The files, then the directories install recorded (PREFIX and below),
+# deepest first, each only if empty: one that existed before is not listed.
 uninstall:
-	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir $(DESTDIR)$(PREFIX)/share/backoffshim 2>/dev/null
+	@dirs=$$(cat $(DESTDIR)$(INSTALL_DIRS_LIST) 2>/dev/null || echo $(PREFIX)/share/backoffshim); \
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) && \
+	for d in $$(echo "$$dirs" | LC_ALL=C sort -r); do \
+	    case $$d in $(PREFIX)|$(PREFIX)/*) rmdir "$(DESTDIR)$$d" 2>/dev/null || :;; esac; \
+	done
 
 # make deb: a Debian package under build/ (scripts/mkdeb.sh), built from a
 # tree of its own compiled for PREFIX=/usr.

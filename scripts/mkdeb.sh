@@ -8,8 +8,9 @@
 #       the library is preloaded by path, never linked against)
 #   /etc/backoffshim.ini                                (a conffile)
 #   /usr/share/man/man1/backoffshim.1.gz, man5/backoffshim.ini.5.gz
-#   /usr/share/bash-completion/completions/backoffshim
-#   /usr/share/doc/backoffshim/copyright, changelog.gz
+#   /usr/share/bash-completion/completions/backoffshim, and zsh's and fish's
+#   /usr/share/doc/backoffshim/copyright, changelog.gz (CHANGELOG.md's first
+#       section, which must be this version's), README.md, docs/
 set -eu
 built=$1 out=$2 multiarch=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,13 +22,19 @@ umask 022
 d() { install -d "$root/$1"; }
 d DEBIAN; d usr/bin; d "usr/lib/$multiarch/backoffshim"; d etc
 d usr/share/man/man1; d usr/share/man/man5; d usr/share/bash-completion/completions
-d usr/share/doc/backoffshim
+d usr/share/zsh/vendor-completions; d usr/share/fish/vendor_completions.d
+d usr/share/doc/backoffshim/docs
 install -m 0755 -s "$built/backoffshim" "$root/usr/bin/backoffshim"
 install -m 0644 -s "$built/libbackoffshim.so" "$root/usr/lib/$multiarch/backoffshim/libbackoffshim.so"
 install -m 0644 "$top/config/backoffshim.ini" "$root/etc/backoffshim.ini"
 gzip -9n < "$built/man/backoffshim.1" > "$root/usr/share/man/man1/backoffshim.1.gz"
 gzip -9n < "$built/man/backoffshim.ini.5" > "$root/usr/share/man/man5/backoffshim.ini.5.gz"
 install -m 0644 "$top/completions/backoffshim" "$root/usr/share/bash-completion/completions/backoffshim"
+install -m 0644 "$top/completions/_backoffshim" "$root/usr/share/zsh/vendor-completions/_backoffshim"
+install -m 0644 "$top/completions/backoffshim.fish" \
+	"$root/usr/share/fish/vendor_completions.d/backoffshim.fish"
+install -m 0644 "$top/README.md" "$root/usr/share/doc/backoffshim/README.md"
+install -m 0644 "$top"/docs/* "$root/usr/share/doc/backoffshim/docs/"
 {
 	echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
 	echo "Upstream-Name: backoffshim"
@@ -39,10 +46,15 @@ install -m 0644 "$top/completions/backoffshim" "$root/usr/share/bash-completion/
 } > "$root/usr/share/doc/backoffshim/copyright"
 chmod 0644 "$root/usr/share/doc/backoffshim/copyright"
 date=$(git -C "$top" log -1 --format=%cD 2>/dev/null || date -R)
+# CHANGELOG.md's first "## VERSION" section, its "- " items as "  * "
+first=$(sed -n 's/^## //p' "$top/CHANGELOG.md" | head -1)
+[ "$first" = "$version" ] || {
+	echo "mkdeb.sh: CHANGELOG.md's first section is '$first', not $version" >&2; exit 1; }
 {
 	echo "backoffshim ($version) unstable; urgency=medium"
 	echo
-	echo "  * Release $version (see the git history)."
+	awk '/^## / { n++; next } n == 1 && /^- / { sub(/^- /, "  * "); print; next }
+		n == 1 && /^  [^ ]/ { print "  " $0 }' "$top/CHANGELOG.md"
 	echo
 	echo " -- The backoffshim authors <maintainers@backoffshim.org>  $date"
 } | gzip -9n > "$root/usr/share/doc/backoffshim/changelog.gz"

@@ -48,8 +48,22 @@ def test_make_deb_installs_works_and_purges():
                      "usr/share/man/man1/backoffshim.1.gz",
                      "usr/share/man/man5/backoffshim.ini.5.gz",
                      "usr/share/bash-completion/completions/backoffshim",
-                     "usr/share/doc/backoffshim/copyright"):
+                     "usr/share/doc/backoffshim/copyright",
+                     "usr/share/zsh/vendor-completions/_backoffshim",
+                     "usr/share/fish/vendor_completions.d/backoffshim.fish",
+                     "usr/share/doc/backoffshim/README.md"):
             check(want in files, "%s not installed: %r" % (want, files))
+        # the docs, and a changelog that says what the release holds
+        docs = sorted(f for f in os.listdir(os.path.join(ROOT, "docs")))
+        shipped = sorted(os.path.basename(f) for f in files
+                         if f.startswith("usr/share/doc/backoffshim/docs/"))
+        check(shipped == docs, "docs shipped %r, docs/ holds %r" % (shipped, docs))
+        with gzip.open(os.path.join(root, "usr/share/doc/backoffshim/changelog.gz"), "rt") as f:
+            log = f.read()
+        items = [l for l in log.splitlines() if l.startswith("  * ")]
+        check(log.startswith("backoffshim (") and len(items) >= 5 and
+              "see the git history" not in log and "seccomp engine" in log,
+              "changelog: %r" % log[:600])
         libs = [f for f in files if f.endswith("/backoffshim/libbackoffshim.so")]
         check(len(libs) == 1, "the library: %r" % files)
         # the packaged man page shows the packaged library's path, and the
