@@ -41,7 +41,7 @@ SUP_BENCH_BIN := $(BUILD)/bench/sup_bench
 GO_DIRS    := $(patsubst tests/go/%/main.go,%,$(wildcard tests/go/*/main.go))
 GO_BIN     := $(GO_DIRS:%=$(BUILD)/go/%)
 GO_SRC     := tests/go/go.mod $(shell find tests/go -name '*.go' 2>/dev/null)
-STATIC_BIN := $(BUILD)/static/cstatic
+STATIC_BIN := $(BUILD)/static/cstatic $(BUILD)/static/sclient
 MAN_LIBDIR ?= $(PREFIX)/lib
 MAN_PAGES  := $(BUILD)/man/backoffshim.1 $(BUILD)/man/backoffshim.ini.5
 
@@ -126,9 +126,9 @@ go-progs:
 	    echo "go-progs: SKIPPED, no $(GO) (apt-get install golang-go)"; \
 	fi
 
-$(STATIC_BIN): tests/static/cstatic.c
+$(BUILD)/static/%: tests/static/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -static -o $@ $<
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -static -o $@ $< -lpthread
 
 $(BENCH_BIN): tests/bench/connect_bench.c
 	@mkdir -p $(dir $@)
