@@ -37,6 +37,9 @@
 /* A waiting op looks at a table other processes move at least this often,
  * and checks that the program still has its socket. */
 #define RECHECK (500 * BS_NS_PER_MS)
+/* With the user's shared table, an outcome another process publishes
+ * wakes its own waiters at once (a futex) and ours within this. */
+#define SHARED_RECHECK (100 * BS_NS_PER_MS)
 /* A held connect whose notification vanished (a signal) waits this long
  * for the restarted call before it counts as interrupted. */
 #define RESTART_GRACE (50 * BS_NS_PER_MS)
@@ -179,10 +182,24 @@ static struct bs_entry *entry(struct bs_sup *s, const struct op *o, uint64_t now
 				 &note);
 }
 
+/* Another process's waiters wake on the entry's word; ours, waiting for
+ * the same destination, judge again at once (wake_waiters). */
 static void publish(struct bs_entry *e)
 {
 	bs_entry_bump(e);
 	bs_wake((const uint32_t *)&e->seq);
+}
+
+static void wake_waiters(struct bs_sup *s, uint64_t key, uint64_t now)
+{
+	for (unsigned i = 0, seen = 0; seen < s->nops && i < MAX_OPS; i++) {
+		struct op *o = &s->ops[i];
+		if (o->phase == FREE)
+			continue;
+		seen++;
+		if (o->phase == WAITING && o->key == key && o->due > now && (o->notif || o->defer))
+			o->due = now;
+	}
 }
 
 static uint64_t next_wait(struct bs_sup *s, const struct op *o, struct bs_entry *e, uint64_t st)
@@ -200,6 +217,7 @@ static void let_probe_go(struct bs_sup *s, struct op *o)
 	if (e) {
 		bs_probe_release(e, o->probe);
 		publish(e);
+		wake_waiters(s, o->key, bs_now());
 	}
 	bs_sup_release(o->lock);
 	o->probe = 0, o->lock = -1;
@@ -225,6 +243,7 @@ static void record_failure(struct bs_sup *s, struct op *o, int err, uint64_t now
 		if (o->delay != BS_STOP && !bs_budget_last(&o->a.b, o->t0 + delay))
 			say_failure(o, f, delay, err);
 		publish(e);
+		wake_waiters(s, o->key, now);
 	}
 }
 
@@ -237,6 +256,7 @@ static void record_success(struct bs_sup *s, struct op *o)
 	uint32_t n = bs_entry_connected(e, o->t0);
 	atomic_fetch_add(&e->n_attempts, 1);
 	publish(e);
+	wake_waiters(s, o->key, bs_now());
 	say_connected(o, n);
 }
 
@@ -412,7 +432,7 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 		case BS_WAIT:
 			o->tgid = o->tgid ? o->tgid : bs_proc_tgid(o->tid); /* (for still_held) */
 			o->phase = WAITING;
-			o->due = bs_min_u64(d.until, now + RECHECK);
+			o->due = bs_min_u64(d.until, now + (s->shared ? SHARED_RECHECK : RECHECK));
 			return;
 		default:
 			give_up(s, o, now);

@@ -550,7 +550,7 @@ def test_waiters_released_when_the_probe_connects():
         lag[engine] = sorted(a - min(accepts) for a in accepts)[4]
     check(lag["preload"] < INITIAL / 2, "the preload engine's control: the other connects "
           "came %.3fs after the first" % lag["preload"])
-    known_engine_bug(lag["seccomp"] < lag["preload"] + INITIAL / 2,
+    check(lag["seccomp"] < lag["preload"] + INITIAL / 2,
                      "the other sockets connected %.3fs after the first under seccomp "
                      "(%.3fs under preload; the median): a probe's success does not wake the "
                      "supervisor's own waiting ops (ops.c record_success publishes to the table, "
@@ -585,7 +585,7 @@ def test_one_schedule_per_destination_across_engines():
             counts[pair] = sn.settled_count() - first
     control = counts[("preload", "preload")]
     check(control < 8, "the control: two preloaded clients made %d SYNs, two schedules" % control)
-    known_engine_bug(max(counts.values()) <= control + 1,
+    check(max(counts.values()) <= control + 1,
                      "SYNs of two clients sharing a destination: %s (%d: one schedule); the "
                      "supervisor keeps a private table (ops.c private_table()), not the user's "
                      "shared one" % (", ".join("%s+%s: %d" % (k + (v,)) for k, v in counts.items()),
@@ -779,7 +779,7 @@ def test_terminal_hangup_reaches_the_program():
         finally:
             t.close()
     check(got["plain"], "plain: the hangup did not reach the program (the test's setup)")
-    known_engine_bug(got["seccomp"], "a terminal hangup never reaches the program: the kernel "
+    check(got["seccomp"], "a terminal hangup never reaches the program: the kernel "
                      "sends SIGHUP (SI_KERNEL) to the session leader only, and spawn.c forward() "
                      "drops every SI_KERNEL signal as if the whole group had it")
 
