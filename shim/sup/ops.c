@@ -11,6 +11,7 @@
 #include "log.h"
 #include "policy.h"
 #include "sfilter.h"
+#include "guard.h"
 #include "handsoff.h"
 #include "proc.h"
 #include "ring.h"
@@ -63,6 +64,7 @@ struct op {
 	int defer;        /* a Go non-blocking connect, answered EINPROGRESS */
 	int window_probe; /* WATCH: inside the window, its failure folds */
 	int tried;        /* the engine made an attempt of its own on it */
+	int guarded;      /* the guard holds it (guard.h) */
 	unsigned looks;   /* WATCH: looks at a connect not made yet */
 	int owed;
 	uint32_t gen;     /* the ring tag's generation */
@@ -83,6 +85,7 @@ struct bs_sup {
 	struct bs_table *tab;
 	uint32_t me, own;
 	int shared;       /* the user's shared table (else a private one) */
+	int guard;        /* the guard's socketpair end, or -1 */
 	size_t notif_size, resp_size;
 	unsigned nops; /* ops not FREE */
 	struct op ops[MAX_OPS];
@@ -288,6 +291,8 @@ static void op_free(struct bs_sup *s, struct op *o)
 	if (o->phase == WATCH)
 		epoll_ctl(s->ep, EPOLL_CTL_DEL, o->dup, NULL);
 	let_probe_go(s, o);
+	if (o->guarded)
+		bs_guard_release(s->guard, tag_of(s, o));
 	if (o->dup >= 0)
 		close(o->dup);
 	o->phase = FREE;
@@ -431,6 +436,8 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 			return;
 		case BS_WAIT:
 			o->tgid = o->tgid ? o->tgid : bs_proc_tgid(o->tid); /* (for still_held) */
+			if (o->defer && !o->guarded) /* (idle until its next attempt) */
+				bs_guard_hold(s->guard, tag_of(s, o), o->dup), o->guarded = 1;
 			o->phase = WAITING;
 			o->due = bs_min_u64(d.until, now + (s->shared ? SHARED_RECHECK : RECHECK));
 			return;
@@ -847,7 +854,7 @@ struct bs_sup *bs_sup_open(int ep, const struct bs_config *cfg)
 	struct bs_sup *s = calloc(1, sizeof *s);
 	if (!s || syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) != 0 || sz.seccomp_notif > 256)
 		return free(s), NULL;
-	s->listener = -1, s->ep = ep, s->cfg = cfg;
+	s->listener = -1, s->guard = -1, s->ep = ep, s->cfg = cfg;
 	s->notif_size = sz.seccomp_notif;
 	s->me = (uint32_t)getpid();
 	s->seed = cfg->seed_set ? cfg->seed : bs_mix64((uint64_t)bs_now() ^ s->me);
@@ -860,7 +867,7 @@ struct bs_sup *bs_sup_open(int ep, const struct bs_config *cfg)
 	return s;
 }
 
-void bs_sup_listen(struct bs_sup *s, int listener)
+void bs_sup_listen(struct bs_sup *s, int listener, int guard)
 {
-	s->listener = listener;
+	s->listener = listener, s->guard = guard;
 }

@@ -5,6 +5,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "guard.h"
 #include "sfilter.h"
 
 #include <errno.h>
@@ -338,6 +339,7 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	sigset_t set, old;
 	forwarded(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
+	int guard = bs_guard_start(); /* (before the program: it holds none of its fds) */
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_chld;
 	sigaction(SIGCHLD, &dfl, &old_chld); /* (an inherited SIG_IGN would reap it for us) */
 	pid_t parent = getpid();
@@ -356,7 +358,7 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	l.listener = recv_fd(sv[0]); /* (-1: the child runs the program as it is) */
 	if (l.listener >= 0) {
 		ioctl(l.listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
-		bs_sup_listen(l.sup, l.listener);
+		bs_sup_listen(l.sup, l.listener, guard);
 		watch(l.ep, l.listener, EV_LISTENER);
 	}
 	watch(l.ep, l.sigfd, EV_SIGNAL);

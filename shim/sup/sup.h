@@ -35,11 +35,12 @@ int bs_sup_run(char **argv, const struct bs_config *cfg);
 
 /* The engine proper (ops.c), for the loop in spawn.c. ep: the loop's
  * epoll, to which it adds what it watches with data.u64 >= BS_SUP_EV_OWN.
- * NULL on failure. bs_sup_listen: the notification fd, once there is one. */
+ * NULL on failure. bs_sup_listen: the notification fd, once there is one,
+ * and the guard's socket (guard.h; -1: none). */
 #define BS_SUP_EV_OWN 16
 struct bs_sup;
 struct bs_sup *bs_sup_open(int ep, const struct bs_config *cfg);
-void bs_sup_listen(struct bs_sup *s, int listener);
+void bs_sup_listen(struct bs_sup *s, int listener, int guard);
 void bs_sup_on_notification(struct bs_sup *s);
 void bs_sup_on_event(struct bs_sup *s, uint64_t data, uint32_t events);
 /* Deadlines: the earliest (UINT64_MAX: none), and their turn at now. */

@@ -1,0 +1,111 @@
+/* guard: see guard.h. */
+#include "guard.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define HELD_MAX 1024
+
+struct msg {
+	uint64_t id;
+	uint32_t hold; /* 1: hold (with the socket), 0: let go */
+};
+
+static void guard_main(int sock)
+{
+	static struct {
+		uint64_t id;
+		int fd;
+	} held[HELD_MAX];
+	unsigned n = 0;
+	for (;;) {
+		struct msg m;
+		struct iovec iov = {&m, sizeof m};
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+				   .msg_controllen = sizeof u.buf};
+		ssize_t got = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+		if (got <= 0)
+			break; /* the supervisor is gone */
+		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+		int fd = -1;
+		if (c && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof fd);
+		if (got == sizeof m && m.hold && fd >= 0 && n < HELD_MAX) {
+			held[n].id = m.id, held[n++].fd = fd;
+			continue;
+		}
+		if (fd >= 0)
+			close(fd);
+		for (unsigned i = 0; got == sizeof m && !m.hold && i < n; i++)
+			if (held[i].id == m.id) {
+				close(held[i].fd);
+				held[i] = held[--n];
+				break;
+			}
+	}
+	for (unsigned i = 0; i < n; i++)
+		shutdown(held[i].fd, SHUT_RDWR); /* (wakes the socket's waiters) */
+	_exit(0);
+}
+
+int bs_guard_start(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(sv[0]), close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		for (int i = 0; i < 3 && null >= 0; i++)
+			dup2(null, i);
+		if (dup2(sv[1], 3) != 3)
+			_exit(0);
+		syscall(SYS_close_range, 4, ~0u, 0);
+		prctl(PR_SET_NAME, "backoffshim-grd");
+		guard_main(3);
+	}
+	close(sv[1]);
+	return sv[0];
+}
+
+static void send_msg(int guard, uint64_t id, int sock)
+{
+	struct msg m = {id, sock >= 0};
+	struct iovec iov = {&m, sizeof m};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (sock >= 0) {
+		h.msg_control = u.buf, h.msg_controllen = sizeof u.buf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+		c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &sock, sizeof sock);
+	}
+	if (guard >= 0)
+		sendmsg(guard, &h, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void bs_guard_hold(int guard, uint64_t id, int sock)
+{
+	send_msg(guard, id, sock);
+}
+
+void bs_guard_release(int guard, uint64_t id)
+{
+	send_msg(guard, id, -1);
+}

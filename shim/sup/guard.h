@@ -1,0 +1,28 @@
+/*
+ * guard: a small process, forked by the supervisor before the program,
+ * that holds a duplicate of each deferred socket while it waits between
+ * two attempts. If the supervisor dies (SIGKILL: no code of its own runs),
+ * the guard sees its end of their socketpair close and shuts every socket
+ * it holds down: a Go program waiting for the edge of writability wakes,
+ * reads SO_ERROR, gets ENOSYS (the kernel's answer once no supervisor
+ * listens) and fails its dial instead of waiting for ever. (The program
+ * itself dies with the supervisor, PR_SET_PDEATHSIG; the processes it
+ * forked do not.)
+ *
+ * Promise: best effort and never blocking the supervisor: a message that
+ * does not fit is dropped. The guard holds no end of the program's stdio
+ * and none of the supervisor's descriptors but its own socket; it exits
+ * when the supervisor does.
+ */
+#ifndef BS_SUP_GUARD_H
+#define BS_SUP_GUARD_H
+
+#include <stdint.h>
+
+/* The guard started: the supervisor's end of the socketpair, or -1. */
+int bs_guard_start(void);
+/* Hold sock (a duplicate, not taken over) under id; let it go. */
+void bs_guard_hold(int guard, uint64_t id, int sock);
+void bs_guard_release(int guard, uint64_t id);
+
+#endif
