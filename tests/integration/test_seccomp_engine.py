@@ -14,10 +14,6 @@ k-th SYN seen on the wire.
 Binaries: build/backoffshim, build/go/* (make go-progs), build/static/*
 (tests/static: cstatic, and sclient, the static C program with signal
 knobs). A test whose binary is missing reports SKIP.
-
-A test that meets an engine bug reported to the lead and not fixed yet
-reports SKIP with "XFAIL (engine bug ...)" and the reason; it passes once
-the bug is fixed.
 """
 import fcntl
 import os
@@ -101,13 +97,6 @@ def need_engine():
         _why_not.append(err.strip() if "cannot run" in err or rc != 0 else "")
     if _why_not[0]:
         raise TestSkip("the seccomp engine cannot run here: %s" % _why_not[0])
-
-
-def known_engine_bug(ok, what):
-    """A check that an engine bug reported to the lead makes fail: SKIP
-    (XFAIL) with the reason instead of FAIL, until the engine is fixed."""
-    if not ok:
-        raise TestSkip("XFAIL (engine bug, reported; test passes once fixed): " + what)
 
 
 # --- running under the engine ----------------------------------------------
