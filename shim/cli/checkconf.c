@@ -4,14 +4,20 @@
 #include "util.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
 
 static const char help_text[] =
-	"Usage: backoffshim check-config FILE...\n"
+	"Usage: backoffshim check-config [--env] [FILE...]\n"
 	"\n"
 	"Parses each FILE exactly as the library does and prints every problem on\n"
-	"stdout, one per line:\n"
+	"stdout, one per line; --env does the same for the BACKOFFSHIM_* variables\n"
+	"alone, over the built-in defaults, and names each BACKOFFSHIM_* variable\n"
+	"the library does not read, with the known name nearest to it:\n"
 	"  FILE:LINE: KEY = \"VALUE\": REASON\n"
 	"                           a bad value (the library ignores it)\n"
 	"  FILE:LINE: REASON        a bad line (syntax, too long, binary data)\n"
@@ -21,11 +27,15 @@ static const char help_text[] =
 	"  FILE: REASON             the file itself (cannot be read, not a regular\n"
 	"                           file, too large)\n"
 	"  FILE: KEY: REASON        settings that do not fit together\n"
+	"  VARIABLE=\"VALUE\": REASON a bad value of a variable\n"
+	"  VARIABLE: REASON         a variable the library does not read\n"
 	"Control bytes, DEL and non-ASCII bytes in names and values are shown as\n"
 	"\\xHH, a backslash as \\\\.\n"
-	"A file without problems prints \"FILE: ok\".\n"
+	"A file without problems prints \"FILE: ok\"; the variables without\n"
+	"problems, \"environment: ok\".\n"
 	"\n"
 	"Options:\n"
+	"  --env        check the BACKOFFSHIM_* variables too (alone without FILE)\n"
 	"  -h, --help   show this help\n"
 	"\n"
 	"Exit status: 0 if no file has a problem; 1 otherwise; 2 on a usage error.\n";
@@ -68,6 +78,10 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 		fputs(": [dest ", stdout);
 		put_escaped(value, 100);
 		fputs("]", stdout);
+	} else if (value) { /* a variable's value */
+		fputs("=\"", stdout);
+		put_escaped(value, 60);
+		fputs("\"", stdout);
 	}
 	fputs(": ", stdout);
 	put_escaped(why, 1000); /* may quote an earlier section's spec */
@@ -96,40 +110,76 @@ static void check_paths(const struct bs_config *c, const char *origin, unsigned 
 		check_dir_of(origin, "shared", c->shared, problems);
 }
 
+static const char *get_env(void *ctx, const char *name)
+{
+	(void)ctx;
+	return getenv(name);
+}
+
+/* One FILE over the defaults; its problems counted in *problems. */
+static void check_file(const char *path, unsigned *problems)
+{
+	static struct bs_rules rules; /* [dest ...] sections are read too */
+	struct bs_config cfg;
+	bs_config_defaults(&cfg);
+	rules.n = 0;
+	cfg.rules = &rules;
+	if (bs_config_load_file(&cfg, path, bs_read_file_libc, report, problems) == 0) {
+		bs_config_finish(&cfg);
+		bs_config_check(&cfg, path, report, problems);
+		check_paths(&cfg, path, problems);
+	}
+}
+
+/* The variables over the defaults, and the names no one reads. */
+static void check_env(unsigned *problems)
+{
+	static struct bs_rules rules;
+	struct bs_config cfg;
+	bs_config_defaults(&cfg);
+	rules.n = 0;
+	cfg.rules = &rules;
+	bs_config_load_vars(&cfg, get_env, report, problems);
+	bs_config_finish(&cfg);
+	bs_config_check(&cfg, "environment", report, problems);
+	check_paths(&cfg, "environment", problems);
+	bs_config_check_env_names(environ, report, problems);
+}
+
 int bs_cmd_check_config(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{"env", no_argument, NULL, 'e'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	int c;
+	int c, env = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(help_text, stdout);
 			return 0;
 		}
-		return bs_cli_bad_option("check-config", c, argv);
+		if (c != 'e')
+			return bs_cli_bad_option("check-config", c, argv);
+		env = 1;
 	}
-	if (optind >= argc)
-		return bs_cli_usage("check-config", "missing the file to check");
+	if (optind >= argc && !env)
+		return bs_cli_usage("check-config", "missing the file to check (or --env)");
 	int status = 0;
-	for (int i = optind; i < argc; i++) {
-		static struct bs_rules rules; /* [dest ...] sections are read too */
-		struct bs_config cfg;
+	for (int i = optind; i <= argc; i++) {
+		const char *name = i < argc ? argv[i] : "environment";
 		unsigned problems = 0;
-		bs_config_defaults(&cfg);
-		rules.n = 0;
-		cfg.rules = &rules;
-		if (bs_config_load_file(&cfg, argv[i], bs_read_file_libc, report, &problems) == 0) {
-			bs_config_finish(&cfg);
-			bs_config_check(&cfg, argv[i], report, &problems);
-			check_paths(&cfg, argv[i], &problems);
-		}
+		if (i < argc)
+			check_file(argv[i], &problems);
+		else if (env)
+			check_env(&problems);
+		else
+			break;
 		if (problems) {
 			status = 1;
 		} else {
-			put_escaped(argv[i], 1000);
+			put_escaped(name, 1000);
 			puts(": ok");
 		}
 	}

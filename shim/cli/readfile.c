@@ -1,5 +1,6 @@
 /* readfile: the config file through libc. See readfile.h. */
 #include "readfile.h"
+#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +13,7 @@ long bs_read_file_libc(void *ctx, const char *path, char *buf, size_t cap, const
 	(void)ctx;
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
-		*why = "cannot open file";
+		*why = bs_config_cannot("open file", errno);
 		return -1;
 	}
 	struct stat st;
@@ -31,9 +32,10 @@ long bs_read_file_libc(void *ctx, const char *path, char *buf, size_t cap, const
 	while (n < cap && ((r = read(fd, buf + n, cap - n)) > 0 || (r < 0 && errno == EINTR)))
 		if (r > 0)
 			n += (size_t)r;
+	int err = errno;
 	close(fd);
 	if (r < 0) {
-		*why = "cannot read file";
+		*why = bs_config_cannot("read file", err);
 		return -1;
 	}
 	return (long)n;

@@ -12,7 +12,8 @@
 #include <stddef.h>
 
 /* ctx is unused. Returns the bytes read (at most cap), or -1 with *why:
- * "cannot open file", "not a regular file" or "cannot read file". */
+ * "cannot open file: ERROR", "not a regular file" or "cannot read file:
+ * ERROR" (ERROR: the errno's message, as bs_config_cannot writes it). */
 long bs_read_file_libc(void *ctx, const char *path, char *buf, size_t cap, const char **why);
 
 #endif

@@ -92,8 +92,8 @@ static const struct bs_config *print_sources(const struct bs_config *c, struct l
 	putchar('\n');
 	int n = 0;
 	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "BACKOFFSHIM_", 12) || strncmp(*e, "BACKOFFSHIM_CONFIG=", 19) == 0)
-			continue;
+		if (!bs_config_var_known(*e) || strncmp(*e, "BACKOFFSHIM_CONFIG=", 19) == 0)
+			continue; /* (an unknown one is among the problems) */
 		fputs(n++ ? ", " : "environment: ", stdout);
 		bs_cli_printable(stdout, *e, 80);
 	}
@@ -250,6 +250,7 @@ int bs_cmd_schedule(int argc, char **argv)
 
 	struct bs_config all;
 	bs_config_load_rules(&all, &rules, get_env, bs_read_file_libc, report, &o.x);
+	bs_config_check_env_names(environ, report, &o.x);
 	const struct bs_config *cfg = print_sources(&all, &o.x, o.have_dest ? &o.dest : NULL);
 	uint64_t seed = choose_seed(&o, cfg);
 	if (o.rows)

@@ -1,10 +1,13 @@
 /* config: defaults -> INI file -> environment. See config.h. */
 #include "config.h"
+#include "errname.h"
 #include "log.h"
 #include "util.h"
 
 #include <ini.h>
+#include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -90,10 +93,14 @@ int bs_config_retries(const struct bs_config *c, int err)
 	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
 }
 
+/* An absolute path: a relative one would name a file in each program's own
+ * directory. */
 static int apply_path(struct bs_config *c, char *field, const char *v, const char **why)
 {
 	if (!*v)
 		return *why = "empty path", -1;
+	if (*v != '/')
+		return *why = "not an absolute path (write it from /)", -1;
 	if (strlen(v) >= sizeof c->log_file)
 		return *why = "path too long", -1;
 	strcpy(field, v);
@@ -196,6 +203,13 @@ int bs_config_set(struct bs_config *c, const char *section, const char *key,
 int bs_config_section_problem(const char *why)
 {
 	return !strcmp(why, BS_UNKNOWN_SECTION) || !strcmp(why, BS_DEST_WITHOUT_SPEC);
+}
+
+const char *bs_config_cannot(const char *what, int err)
+{
+	static char why[128];
+	snprintf(why, sizeof why, "cannot %s: %s", what, bs_errno_msg(err));
+	return why;
 }
 
 /* --- INI text: a line reader that counts lines and screens syntax --- */
@@ -399,6 +413,99 @@ void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 	}
 }
 
+void bs_config_load_vars(struct bs_config *c, bs_config_getenv_fn get,
+			 bs_config_report_fn report, void *ctx)
+{
+	bs_config_load_env(c, get, report, ctx);
+	const char *dr = get(ctx, "BACKOFFSHIM_DEST_RULES");
+	if (dr && *dr)
+		bs_rule_env(c, dr, report, ctx);
+}
+
+/* The variables read besides the keys' own. */
+static const char *const other_vars[] = {"BACKOFFSHIM_CONFIG", "BACKOFFSHIM_DEST_RULES"};
+#define NVARS (NKEYS + BS_ARRAY_SIZE(other_vars))
+
+static const char *var_name(size_t i)
+{
+	return i < NKEYS ? keys[i].env : other_vars[i - NKEYS];
+}
+
+static char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c + 'a' - 'A') : c;
+}
+
+/* Edits (letters added, removed or changed, case aside) from a's n bytes
+ * to b; names of 64 bytes or more are too far. */
+static unsigned distance(const char *a, size_t n, const char *b)
+{
+	size_t m = strlen(b);
+	unsigned row[64];
+	if (n >= 64 || m >= 64)
+		return UINT_MAX;
+	for (size_t j = 0; j <= m; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= n; i++) {
+		unsigned diag = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= m; j++) {
+			unsigned best = diag + (lower(a[i - 1]) != lower(b[j - 1]));
+			diag = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+		}
+	}
+	return row[m];
+}
+
+/* The one report for the unknown variable e ("NAME=value", NAME n bytes). */
+static void report_unknown_var(const char *e, size_t n, bs_config_report_fn report, void *ctx)
+{
+	static char why[96];
+	char name[64];
+	size_t best = 0;
+	unsigned d = UINT_MAX;
+	for (size_t i = 0; i < NVARS; i++) {
+		unsigned di = distance(e, n, var_name(i));
+		if (di < d)
+			d = di, best = i;
+	}
+	if (d <= 3)
+		snprintf(why, sizeof why, "unknown variable (did you mean %s?)", var_name(best));
+	else
+		snprintf(why, sizeof why, "unknown variable");
+	snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), e);
+	report(ctx, name, 0, NULL, e[n] ? e + n + 1 : "", why);
+}
+
+int bs_config_var_known(const char *entry)
+{
+	size_t n = strcspn(entry, "=");
+	for (size_t i = 0; i < NVARS; i++)
+		if (strlen(var_name(i)) == n && !strncmp(var_name(i), entry, n))
+			return 1;
+	return 0;
+}
+
+unsigned bs_config_check_env_names(char *const *env, bs_config_report_fn report, void *ctx)
+{
+	unsigned unknown = 0;
+	for (; env && *env; env++) {
+		size_t n = strcspn(*env, "=");
+		if (n < 12 || strncasecmp(*env, "BACKOFFSHIM_", 12))
+			continue;
+		if (!bs_config_var_known(*env)) {
+			report_unknown_var(*env, n, report, ctx);
+			unknown++;
+		}
+	}
+	return unknown;
+}
+
 void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
 			  bs_config_getenv_fn get, bs_config_read_fn read_file,
 			  bs_config_report_fn report, void *ctx)
@@ -412,10 +519,7 @@ void bs_config_load_rules(struct bs_config *c, struct bs_rules *rules,
 		bs_config_load_file(c, path, read_file, report, ctx);
 	else if (access(BS_DEFAULT_CONFIG, F_OK) == 0)
 		bs_config_load_file(c, BS_DEFAULT_CONFIG, read_file, report, ctx);
-	bs_config_load_env(c, get, report, ctx);
-	const char *dr = get(ctx, "BACKOFFSHIM_DEST_RULES");
-	if (dr && *dr)
-		bs_rule_env(c, dr, report, ctx);
+	bs_config_load_vars(c, get, report, ctx);
 	bs_config_finish(c);
 	bs_config_check(c, path && *path ? path : "settings", report, ctx);
 }

@@ -83,7 +83,8 @@ void bs_rule_env(struct bs_config *c, const char *text, bs_config_report_fn repo
 		 void *ctx);
 void bs_config_finish(struct bs_config *c);
 /* Problems no single value has, reported after loading (and
- * bs_config_finish): max_backoff below initial_backoff, a [dest unix:...]
+ * bs_config_finish): max_backoff below initial_backoff, max_elapsed not
+ * above the first wait (nothing is ever retried), a [dest unix:...]
  * section while unix is off. origin names the settings as a whole. */
 void bs_config_check(const struct bs_config *c, const char *origin,
 		     bs_config_report_fn report, void *ctx);
@@ -110,6 +111,12 @@ typedef const char *(*bs_config_getenv_fn)(void *ctx, const char *name);
 typedef long (*bs_config_read_fn)(void *ctx, const char *path, char *buf, size_t cap,
 				  const char **why);
 
+/* "cannot WHAT: " and errno err's message ("cannot open file: Permission
+ * denied"), in a static buffer that the next call overwrites: the reason a
+ * reader or the library's log file gives (at start-up, not on the
+ * interposed path). */
+const char *bs_config_cannot(const char *what, int err);
+
 void bs_config_defaults(struct bs_config *c);
 
 /* Apply one setting. section is "backoff" or "log" for the INI file, NULL
@@ -134,6 +141,20 @@ int bs_config_load_file(struct bs_config *c, const char *path, bs_config_read_fn
 /* Apply every BACKOFFSHIM_* variable known. */
 void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 			bs_config_report_fn report, void *ctx);
+
+/* bs_config_load_env, then BACKOFFSHIM_DEST_RULES into c->rules: every
+ * variable read, over what c holds. */
+void bs_config_load_vars(struct bs_config *c, bs_config_getenv_fn get,
+			 bs_config_report_fn report, void *ctx);
+
+/* The variables no loader reads: each entry of env (NULL-ended "NAME=value"
+ * strings, e.g. environ) whose NAME begins with BACKOFFSHIM_ (in any case)
+ * and is none of the variables read gets one report: origin NAME, value
+ * its value, why naming the known name nearest to it (at most 3 letters
+ * added, removed or changed), if there is one. Returns how many. */
+/* Is entry ("NAME" or "NAME=value") a variable the loaders read? */
+int bs_config_var_known(const char *entry);
+unsigned bs_config_check_env_names(char *const *env, bs_config_report_fn report, void *ctx);
 
 /* Everything, in precedence order: defaults, file, environment; also
  * [dest ...] sections and BACKOFFSHIM_DEST_RULES into `rules` (which c
@@ -167,6 +188,9 @@ extern const struct bs_names bs_logfmt_names; /* 0 text, 1 json */
 const char *bs_name_of(const struct bs_names *t, int v);
 
 /* Value parsers, exposed for tests. Each returns 0 or -1 with *why. */
+/* "250ms", "1.5s", "2m": a number and its unit (ns, us, ms, s, m, min, h,
+ * d), at most 30 days. A bare number is refused ("write 50ms or 50s"),
+ * but for 0, which is the same in every unit. */
 int bs_parse_duration(const char *s, uint64_t *ns, const char **why);
 int bs_parse_number(const char *s, double *out, const char **why);
 int bs_parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);

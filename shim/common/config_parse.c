@@ -85,6 +85,20 @@ static const char *naming_in(char *msg, size_t cap, const char *pre, const char 
 		naming_in(msg_, sizeof msg_, pre, s, n, post);         \
 	})
 
+/* A duration without its unit: "50" could mean 50 ms or 50 s, so the
+ * problem names both, with the number as written (s up to end). */
+static const char *bare_number(const char *s, const char *end)
+{
+	static char msg[100];
+	s = skip_ws(s);
+	int n = (int)(end - s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	n = n > 20 ? 20 : n;
+	snprintf(msg, sizeof msg, "a duration needs its unit: write %.*sms or %.*ss", n, s, n, s);
+	return msg;
+}
+
 int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 {
 	static const struct {
@@ -103,6 +117,8 @@ int bs_parse_duration(const char *s, uint64_t *ns, const char **why)
 	size_t ulen = 0;
 	while ((end[ulen] >= 'a' && end[ulen] <= 'z') || (end[ulen] >= 'A' && end[ulen] <= 'Z'))
 		ulen++;
+	if (!ulen && (ip || fp) && only_ws(end))
+		return *why = bare_number(s, end), -1;
 	uint64_t mul = BS_NS_PER_SEC;
 	if (ulen) {
 		size_t i;

@@ -250,10 +250,38 @@ static int inherits_backoffs(const struct bs_policy *r, const struct bs_policy *
 	       r->max_backoff == g->max_backoff;
 }
 
+/* The shortest first wait c can draw; 0 for a policy that never waits. */
+static uint64_t first_wait(const struct bs_config *c)
+{
+	uint64_t lo = 0, hi;
+	if (c->policy.kind != BS_POLICY_OFF)
+		bs_policy_wait_range(&c->policy, 1, 0, &lo, &hi);
+	return lo;
+}
+
+/* max_elapsed not above the first wait: no failed connect is retried. */
+static void check_budget(const struct bs_config *c, const char *origin, unsigned line,
+			 bs_config_report_fn report, void *ctx)
+{
+	static char why[200];
+	uint64_t first = first_wait(c);
+	if (!c->max_elapsed || !first || c->max_elapsed > first)
+		return;
+	struct bs_line a, b;
+	a.n = b.n = 0;
+	bs_line_dur(&a, c->max_elapsed);
+	bs_line_dur(&b, first);
+	snprintf(why, sizeof why,
+		 "%.*s is not above the first wait %.*s: no failed connect is ever retried "
+		 "(raise max_elapsed, or lower initial_backoff)", (int)a.n, a.buf, (int)b.n, b.buf);
+	report(ctx, origin, line, "max_elapsed", NULL, why);
+}
+
 void bs_config_check(const struct bs_config *c, const char *origin,
 		     bs_config_report_fn report, void *ctx)
 {
 	check_backoffs(&c->policy, origin, 0, report, ctx);
+	check_budget(c, origin, 0, report, ctx);
 	for (unsigned i = 0; c->rules && i < c->rules->n; i++) {
 		const struct bs_rule *r = &c->rules->r[i];
 		if (r->spec.kind == BS_SPEC_UNIX && !c->unix_sockets)
@@ -261,5 +289,7 @@ void bs_config_check(const struct bs_config *c, const char *origin,
 			       "unix = off, so this section never applies (set unix = on)");
 		else if (!inherits_backoffs(&r->cfg.policy, &c->policy))
 			check_backoffs(&r->cfg.policy, r->origin, r->line, report, ctx);
+		if (r->cfg.max_elapsed != c->max_elapsed || first_wait(&r->cfg) != first_wait(c))
+			check_budget(&r->cfg, r->origin, r->line, report, ctx);
 	}
 }

@@ -46,6 +46,16 @@ static const struct {
 	E(EINPROGRESS, "Operation now in progress"),
 	E(EPROTO, "Protocol error"),
 	E(ENOSR, "Out of streams resources"),
+	/* (opening a config or log file) */
+	E(ENXIO, "No such device or address"),
+	E(EEXIST, "File exists"),
+	E(ENOTDIR, "Not a directory"),
+	E(EISDIR, "Is a directory"),
+	E(ENOSPC, "No space left on device"),
+	E(EROFS, "Read-only file system"),
+	E(ENAMETOOLONG, "File name too long"),
+	E(ELOOP, "Too many levels of symbolic links"),
+	E(EDQUOT, "Disk quota exceeded"),
 #undef E
 /* a name lookup's errors (names and messages only: no list of errors to
  * retry takes them, `resolve` decides) */

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -36,10 +37,10 @@ static struct bs_restab g_res;
 static uint64_t g_seed;
 static _Atomic uint64_t g_draws;
 
-/* Config problems are held until the log level is known, then printed. */
-#define MAX_PROBLEMS 16
-static struct bs_line g_problems[MAX_PROBLEMS];
+/* Config problems are counted at load and told in one line where the log
+ * goes (tell_problems); `backoffshim check-config` lists them. */
 static unsigned g_nproblems;
+static int g_env_problems; /* one of them came from a variable */
 
 static const char *get_env(void *ctx, const char *name)
 {
@@ -57,7 +58,7 @@ static long read_file(void *ctx, const char *path, char *buf, size_t cap, const 
 	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, path,
 			     O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
-		*why = "cannot open file";
+		*why = bs_config_cannot("open file", -fd);
 		return -1;
 	}
 	struct stat st;
@@ -77,7 +78,7 @@ static long read_file(void *ctx, const char *path, char *buf, size_t cap, const 
 			n += (size_t)r;
 	BS_SYS(SYS_close, fd);
 	if (r < 0) {
-		*why = "cannot read file";
+		*why = bs_config_cannot("read file", (int)-r);
 		return -1;
 	}
 	return (long)n;
@@ -86,10 +87,44 @@ static long read_file(void *ctx, const char *path, char *buf, size_t cap, const 
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
-	(void)ctx;
-	if (g_nproblems < MAX_PROBLEMS)
-		bs_config_describe(&g_problems[g_nproblems], origin, line, key, value, why);
+	(void)ctx, (void)line, (void)key, (void)value, (void)why;
 	g_nproblems++;
+	g_env_problems |= !strncmp(origin, "BACKOFFSHIM_", 12);
+}
+
+/* The config file read: $BACKOFFSHIM_CONFIG, else the default one if it
+ * exists; NULL for none. */
+static const char *config_file(void)
+{
+	const char *cfg = get_env(NULL, "BACKOFFSHIM_CONFIG");
+	if (!cfg || !*cfg)
+		cfg = access(BS_DEFAULT_CONFIG, F_OK) == 0 ? BS_DEFAULT_CONFIG : NULL;
+	return cfg;
+}
+
+/* The one line about the config's problems, if any, where the log goes:
+ * how many, and the command that lists them. */
+static void tell_problems(void)
+{
+	const char *cfg = config_file();
+	struct bs_line l;
+	if (!g_nproblems)
+		return;
+	bs_line_start(&l);
+	bs_line_event(&l, "config");
+	bs_line_str(&l, "config: ");
+	bs_line_u64(&l, g_nproblems);
+	bs_line_str(&l, g_nproblems == 1 ? " problem" : " problems");
+	bs_line_str(&l, ", ignored; see them with: backoffshim check-config");
+	if (cfg && !strcmp(cfg, "/dev/null")) /* (no file, then) */
+		cfg = NULL;
+	if (g_env_problems || !cfg)
+		bs_line_str(&l, " --env");
+	if (cfg) {
+		bs_line_str(&l, " ");
+		bs_line_str(&l, cfg);
+	}
+	bs_line_emit(&l, BS_LOG_ERROR);
 }
 
 /* The log file's directory is sticky and world-writable (like /tmp): anyone
@@ -109,8 +144,11 @@ static int in_sticky_dir(const char *path)
  * non-blocking (a FIFO needs a reader already), close-on-exec, moved above
  * fd 2 (a program started with 0, 1 or 2 closed keeps them closed), and
  * kept only for a regular file, a character device or a FIFO. */
-static char g_log_path[sizeof g_cfg.log_file + 4096];
 static int g_log_flags;
+
+/* log_open_problem's answer for an open that failed otherwise: open_log
+ * names the error (cannot_append), the per-line opener needs no words. */
+static const char CANNOT_APPEND[] = "cannot open for appending";
 
 /* raw: the log file's fd, or -errno of its open */
 static const char *log_open_problem(int raw)
@@ -121,7 +159,7 @@ static const char *log_open_problem(int raw)
 		     : raw == -ELOOP && (g_log_flags & O_NOFOLLOW)
 			 ? "a symbolic link in a world-writable sticky directory; "
 			   "not followed, logging to stderr"
-			 : "cannot open for appending, logging to stderr";
+			 : CANNOT_APPEND;
 	if (BS_SYS(SYS_fstat, raw, &st) != 0 ||
 	    !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
 		return "not a regular file, character device or FIFO, logging to stderr";
@@ -132,25 +170,13 @@ static const char *log_open_problem(int raw)
 static int open_log_file(void *ctx)
 {
 	(void)ctx;
-	int raw = (int)BS_SYS(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
+	int raw = (int)BS_SYS(SYS_openat, AT_FDCWD, g_cfg.log_file, g_log_flags, 0644);
 	int fd = -1;
 	if (!log_open_problem(raw))
 		fd = raw > 2 ? raw : (int)BS_SYS(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
 	if (raw >= 0 && raw != fd)
 		BS_SYS(SYS_close, raw);
 	return fd;
-}
-
-/* A relative log path names the file in the start-up directory, even after
- * the program changes directory. */
-static void remember_log_path(const char *path)
-{
-	size_t n = 0;
-	if (path[0] != '/' && getcwd(g_log_path, sizeof g_log_path - sizeof g_cfg.log_file)) {
-		n = strlen(g_log_path);
-		g_log_path[n++] = '/';
-	}
-	memcpy(g_log_path + n, path, strlen(path) + 1);
 }
 
 /* A regular file reached by an ordinary path is opened per line. A device
@@ -187,19 +213,24 @@ static void open_log(void)
 		bs_log_setup(level, -1);
 		return;
 	}
-	remember_log_path(path);
 	g_log_flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY |
-		      (in_sticky_dir(g_log_path) ? O_NOFOLLOW : 0);
-	int raw = (int)BS_SYS(SYS_openat, AT_FDCWD, g_log_path, g_log_flags, 0644);
+		      (in_sticky_dir(g_cfg.log_file) ? O_NOFOLLOW : 0);
+	int raw = (int)BS_SYS(SYS_openat, AT_FDCWD, g_cfg.log_file, g_log_flags, 0644);
 	const char *why = log_open_problem(raw);
-	int held = -1;
-	if (!why && !open_per_line(raw, g_log_path)) {
+	int held = -1, err = -raw;
+	if (!why && !open_per_line(raw, g_cfg.log_file)) {
 		held = (int)BS_SYS(SYS_fcntl, raw, F_DUPFD_CLOEXEC, 3);
 		if (held < 0)
-			why = "cannot open for appending, logging to stderr";
+			why = CANNOT_APPEND, err = -held;
 	}
 	if (raw >= 0)
 		BS_SYS(SYS_close, raw);
+	if (why == CANNOT_APPEND) {
+		static char text[160];
+		snprintf(text, sizeof text, "%s, logging to stderr",
+			 bs_config_cannot("open for appending", err));
+		why = text;
+	}
 	if (why) {
 		report_log_file(path, why);
 		bs_log_setup(level, -1);
@@ -246,9 +277,7 @@ static void set_log_style(void)
 /* debug: one line at load, so that "is it loaded, and how?" has an answer */
 static void log_loaded(void)
 {
-	const char *cfg = get_env(NULL, "BACKOFFSHIM_CONFIG");
-	if (!cfg || !*cfg)
-		cfg = access(BS_DEFAULT_CONFIG, F_OK) == 0 ? BS_DEFAULT_CONFIG : NULL;
+	const char *cfg = config_file();
 	struct bs_line l;
 	bs_line_start(&l);
 	bs_line_event(&l, "load");
@@ -302,20 +331,11 @@ __attribute__((constructor)) static void init(void)
 	}
 	set_log_style(); /* the program's name, for the config's problems */
 	bs_config_load_rules(&g_cfg, &g_rules, get_env, read_file, report, NULL);
+	if (!getauxval(AT_SECURE)) /* (else no variable is read: secure_getenv) */
+		bs_config_check_env_names(environ, report, NULL);
 	open_log();
 	set_log_style();
-	if (g_cfg.log_level != BS_LOG_OFF) {
-		for (unsigned i = 0; i < g_nproblems && i < MAX_PROBLEMS; i++)
-			bs_line_emit_stderr(&g_problems[i]);
-		if (g_nproblems > MAX_PROBLEMS) {
-			struct bs_line l;
-			bs_line_start(&l);
-			bs_line_str(&l, "config: ");
-			bs_line_u64(&l, g_nproblems - MAX_PROBLEMS);
-			bs_line_str(&l, " more problems not shown");
-			bs_line_emit_stderr(&l);
-		}
-	}
+	tell_problems();
 	if (g_cfg.seed_set) {
 		g_seed = g_cfg.seed;
 	} else {

@@ -190,12 +190,49 @@ static void test_env_bad_values(void **state)
 	assert_int_equal(c.healthy_after, 0);
 }
 
+/* Unknown BACKOFFSHIM_* names: one report each, with the nearest known
+ * name when it is at most 3 edits away; known names and other variables
+ * are not reported. */
+static void test_env_unknown_names(void **state)
+{
+	(void)state;
+	char *env[] = {
+		"BACKOFFSHIM_MAX_BACKOF=30s", "BACKOFFSHIM_MAX_BACKOFF=30s",
+		"BACKOFFSHIM_CONFIG=/x.ini", "BACKOFFSHIM_DEST_RULES=", "PATH=/bin",
+		"backoffshim_jitter=0.5", "BACKOFFSHIM_COMPLETELY_ELSE", "BACKOFFSHIM=1",
+		"BACKOFFSHIM_INTIAL_BACKOFF=1s", NULL,
+	};
+	struct reps rs = {0};
+	assert_int_equal(bs_config_check_env_names(env, capture, &rs), 4);
+	assert_int_equal(rs.n, 4);
+	static const char *const want[][3] = {
+		{"BACKOFFSHIM_MAX_BACKOF", "30s", "did you mean BACKOFFSHIM_MAX_BACKOFF?"},
+		{"backoffshim_jitter", "0.5", "did you mean BACKOFFSHIM_JITTER?"},
+		{"BACKOFFSHIM_COMPLETELY_ELSE", "", "unknown variable"},
+		{"BACKOFFSHIM_INTIAL_BACKOFF", "1s", "did you mean BACKOFFSHIM_INITIAL_BACKOFF?"},
+	};
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(rs.r[i].origin, want[i][0]);
+		assert_string_equal(rs.r[i].value, want[i][1]);
+		assert_non_null(strstr(rs.r[i].why, want[i][2]));
+		assert_int_equal(rs.r[i].line, 0);
+		assert_false(rs.r[i].has_key);
+	}
+	assert_string_equal(rs.r[2].why, "unknown variable");
+	assert_true(bs_config_var_known("BACKOFFSHIM_LOG_FORMAT=json"));
+	assert_true(bs_config_var_known("BACKOFFSHIM_DEST_RULES"));
+	assert_false(bs_config_var_known("BACKOFFSHIM_LOG_FORMA=json"));
+	assert_false(bs_config_var_known("backoffshim_log"));
+	assert_int_equal(bs_config_check_env_names(NULL, capture, &rs), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_env_all),
 		cmocka_unit_test(test_env_each_maps_to_key),
 		cmocka_unit_test(test_env_bad_values),
+		cmocka_unit_test(test_env_unknown_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,6 +122,7 @@ static void test_load_file_errors(void **state)
 	assert_int_equal(rs.n, 2);
 	assert_string_equal(rs.r[1].origin, "/nonexistent/bs-test.ini");
 	assert_int_equal(rs.r[1].line, 0);
+	assert_string_equal(rs.r[1].why, "cannot open file: No such file or directory");
 	same_config(&c, &def);
 
 	/* Over 1 MiB: refused as a whole, nothing applied. */
@@ -202,6 +203,21 @@ static void test_special_files_are_not_read(void **state)
 	same_config(&c2, &def);
 }
 
+/* Every "cannot" names the error, in glibc's words. */
+static void test_cannot_names_the_error(void **state)
+{
+	(void)state;
+	assert_string_equal(bs_config_cannot("open file", EACCES),
+			    "cannot open file: Permission denied");
+	static const int errs[] = {ENOENT, EACCES, ENOTDIR, EISDIR, ELOOP, ENAMETOOLONG,
+				   EROFS, ENOSPC, ENXIO, EDQUOT, EIO, EPERM};
+	for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+		char want[128];
+		snprintf(want, sizeof want, "cannot read file: %s", strerror(errs[i]));
+		assert_string_equal(bs_config_cannot("read file", errs[i]), want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable_config_file),
 		cmocka_unit_test(test_load_file_errors),
 		cmocka_unit_test(test_special_files_are_not_read),
+		cmocka_unit_test(test_cannot_names_the_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,6 +139,71 @@ static void test_path(void **state)
 	p[256] = '\0'; /* 256: does not */
 	assert_int_equal(bs_config_set(&c, "log", "file", p, &why), -1);
 	assert_int_equal(strlen(c.log_file), 255);
+	/* relative: it would name a file in each program's own directory */
+	static const char *const rel[] = {"relative.log", "./x.log", "../x.log", " /x"};
+	for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+		assert_int_equal(bs_config_set(&c, "log", "file", rel[i], &why), -1);
+		assert_string_equal(why, "not an absolute path (write it from /)");
+	}
+	assert_int_equal(bs_config_set(&c, NULL, "log_file", "x", &why), -1);
+	assert_int_equal(strlen(c.log_file), 255);
+}
+
+/* max_elapsed not above the first wait: reported, for the settings and for
+ * a [dest] section with its own values (not for one that inherits them). */
+static void test_check_budget_below_first_wait(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *policy, *initial, *elapsed, *delays;
+		int reported;
+	} t[] = {
+		{"grpc", "1s", "1s", NULL, 1},   {"grpc", "1s", "500ms", NULL, 1},
+		{"grpc", "1s", "1.5s", NULL, 0}, {"grpc", "1s", "0", NULL, 0},
+		{"exponential", "2s", "2s", NULL, 1}, {"responsive", "2s", "1s", NULL, 1},
+		{"off", "1s", "1ms", NULL, 0},   {"list", "1s", "1ms", "0, 1s", 0},
+		{"list", "1s", "1s", "2s, 3s", 1},
+	};
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		struct bs_config c = defaults();
+		struct reps rs = {0};
+		const char *why;
+		assert_int_equal(bs_config_set(&c, NULL, "policy", t[i].policy, &why), 0);
+		assert_int_equal(bs_config_set(&c, NULL, "initial_backoff", t[i].initial, &why), 0);
+		assert_int_equal(bs_config_set(&c, NULL, "max_elapsed", t[i].elapsed, &why), 0);
+		if (t[i].delays)
+			assert_int_equal(bs_config_set(&c, NULL, "delays", t[i].delays, &why), 0);
+		bs_config_check(&c, "settings", capture, &rs);
+		if (rs.n != t[i].reported)
+			fail_msg("case %zu: %d reports", i, rs.n);
+		if (rs.n) {
+			assert_string_equal(rs.r[0].key, "max_elapsed");
+			assert_false(rs.r[0].has_value);
+			assert_non_null(strstr(rs.r[0].why, "is not above the first wait"));
+		}
+	}
+	struct bs_config c = defaults();
+	struct reps rs = {0};
+	const char *why;
+	assert_int_equal(bs_config_set(&c, NULL, "max_elapsed", "1s", &why), 0);
+	bs_config_check(&c, "settings", capture, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.r[0].why, "1.00s is not above the first wait 1.00s: no failed "
+			    "connect is ever retried (raise max_elapsed, or lower initial_backoff)");
+	/* [dest] sections: one that inherits the problem is not reported again */
+	static struct bs_rules rules;
+	rules.n = 0;
+	c.rules = &rules;
+	assert_true(bs_rule_begin(&c, "10.0.0.0/8", "x.ini", 3, capture, &rs) == 0);
+	assert_true(bs_rule_begin(&c, "10.1.0.0/16", "x.ini", 5, capture, &rs) == 1);
+	bs_rule_key(&c, 1, "initial_backoff", "5s", "x.ini", 6, capture, &rs);
+	bs_rule_key(&c, 1, "max_elapsed", "3s", "x.ini", 7, capture, &rs);
+	bs_config_finish(&c);
+	rs.n = 0;
+	bs_config_check(&c, "settings", capture, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.r[1].line, 5);
+	assert_non_null(strstr(rs.r[1].why, "3.00s is not above the first wait 5.00s"));
 }
 
 /* --- uint, bool, level, errno list --- */
@@ -344,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_set_ranges),
 		cmocka_unit_test(test_set_unknown),
 		cmocka_unit_test(test_path),
+		cmocka_unit_test(test_check_budget_below_first_wait),
 		cmocka_unit_test(test_uint),
 		cmocka_unit_test(test_bool),
 		cmocka_unit_test(test_level),

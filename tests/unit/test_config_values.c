@@ -63,11 +63,11 @@ static void test_duration_ok(void **state)
 		uint64_t ns;
 	} ok[] = {
 		{"250ms", 250 * MS}, {"1s", SEC}, {"1.5s", 1500 * MS}, {"2m", 120 * SEC},
-		{"3", 3 * SEC}, {"0.5", 500 * MS}, {"100us", 100000}, {"1h", 3600 * SEC}, {"2d", 2 * 86400 * SEC}, {"30d", 30 * 86400 * SEC},
+		{"3s", 3 * SEC}, {"0.5s", 500 * MS}, {"100us", 100000}, {"1h", 3600 * SEC}, {"2d", 2 * 86400 * SEC}, {"30d", 30 * 86400 * SEC},
 		{"  2s", 2 * SEC}, {"2s  ", 2 * SEC}, {"\t7ms\t", 7 * MS}, {"1 s", SEC},
 		{"5min", 300 * SEC}, {"10ns", 10}, {"0", 0}, {"0.25ms", 250000},
 		{"720h", 720 * 3600 * SEC}, {"2592000s", 2592000 * SEC},
-		{"1.", SEC}, {".5s", 500 * MS}, {"1.9999999999ns", 1},
+		{"1.s", SEC}, {".5s", 500 * MS}, {"0.0", 0}, {" 0 ", 0}, {"1.9999999999ns", 1},
 		/* big counts of small units: the limit is 30 days, not the digits */
 		{"10000000000ns", 10 * SEC}, {"36000000000us", 36000 * SEC},
 		{"2592000000000000ns", 2592000 * SEC}, {"2592000000ms", 2592000 * SEC},
@@ -102,6 +102,37 @@ static void test_duration_rejects(void **state)
 		assert_non_null(why);
 		assert_true(why[0] != '\0');
 	}
+}
+
+/* A bare number could be ms or s: refused, naming both, the number as
+ * written; 0 is the same in every unit. */
+static void test_duration_bare_number_is_refused(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s, *why;
+	} bad[] = {
+		{"50", "a duration needs its unit: write 50ms or 50s"},
+		{" 2.5\t", "a duration needs its unit: write 2.5ms or 2.5s"},
+		{"+1", "a duration needs its unit: write +1ms or +1s"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		uint64_t ns = 777;
+		const char *why = NULL;
+		assert_int_equal(bs_parse_duration(bad[i].s, &ns, &why), -1);
+		assert_int_equal(ns, 777);
+		assert_string_equal(why, bad[i].why);
+	}
+	struct bs_config c;
+	const char *why;
+	bs_config_defaults(&c);
+	assert_int_equal(bs_config_set(&c, "backoff", "initial_backoff", "50", &why), -1);
+	assert_string_equal(why, "a duration needs its unit: write 50ms or 50s");
+	assert_int_equal(c.policy.initial_backoff, SEC);
+	assert_int_equal(bs_config_set(&c, NULL, "max_elapsed", "0", &why), 0);
+	assert_int_equal(c.max_elapsed, 0);
+	assert_int_equal(bs_config_set(&c, "backoff", "delays", "0, 5", &why), -1);
+	assert_non_null(strstr(why, "delay '5': a duration needs its unit: write 5ms or 5s"));
 }
 
 /* Seeded random durations against a 128-bit reference: the value is
@@ -139,7 +170,11 @@ static void test_duration_random(void **state)
 		uint64_t got = 0;
 		const char *why = NULL;
 		int rc = bs_parse_duration(s, &got, &why);
-		if (want > max) {
+		if (!*units[u].name && want) { /* a bare number */
+			if (rc != -1 || !strstr(why, "ms or "))
+				fail_msg("\"%s\" accepted without a unit", s);
+			rejected++;
+		} else if (want > max) {
 			if (rc != -1)
 				fail_msg("\"%s\" accepted as %llu", s, (unsigned long long)got);
 			rejected++;
@@ -241,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_duration_ok),
 		cmocka_unit_test(test_duration_rejects),
 		cmocka_unit_test(test_duration_random),
+		cmocka_unit_test(test_duration_bare_number_is_refused),
 		cmocka_unit_test(test_number),
 		cmocka_unit_test(test_name_tables),
 		cmocka_unit_test(test_errlist_names_the_bad_entry),
