@@ -93,14 +93,10 @@ int bs_config_retries(const struct bs_config *c, int err)
 	return (int)(c->retry_on[err / 64] >> (err % 64) & 1);
 }
 
-/* An absolute path: a relative one would name a file in each program's own
- * directory. */
 static int apply_path(struct bs_config *c, char *field, const char *v, const char **why)
 {
 	if (!*v)
 		return *why = "empty path", -1;
-	if (*v != '/')
-		return *why = "not an absolute path (write it from /)", -1;
 	if (strlen(v) >= sizeof c->log_file)
 		return *why = "path too long", -1;
 	strcpy(field, v);
@@ -153,7 +149,9 @@ static int apply(struct bs_config *c, const struct key *k, const char *v,
 		return bs_parse_word(v, k->names, int_field, why);
 	case K_DELAYS:
 		return bs_parse_delays(v, (struct bs_policy *)(void *)field, why);
-	case K_PATH:
+	case K_PATH: /* (a relative path would name a file in each program's directory) */
+		if (*v && *v != '/')
+			return *why = "not an absolute path (write it from /)", -1;
 		return apply_path(c, field, v, why);
 	case K_SHARED:
 		if (strcmp(v, "user") && strcmp(v, "off") && v[0] != '/')

@@ -41,6 +41,9 @@ static _Atomic uint64_t g_draws;
  * goes (tell_problems); `backoffshim check-config` lists them. */
 static unsigned g_nproblems;
 static int g_env_problems; /* one of them came from a variable */
+/* Why the log file could not be used: found only here, at load (a FIFO
+ * without a reader, a planted link...), so the one line says it. */
+static const char *g_log_problem;
 
 static const char *get_env(void *ctx, const char *name)
 {
@@ -103,7 +106,8 @@ static const char *config_file(void)
 }
 
 /* The one line about the config's problems, if any, where the log goes:
- * how many, and the command that lists them. */
+ * how many, the command that lists them, and why the log file is not
+ * used (which that command cannot see from here). */
 static void tell_problems(void)
 {
 	const char *cfg = config_file();
@@ -123,6 +127,10 @@ static void tell_problems(void)
 	if (cfg) {
 		bs_line_str(&l, " ");
 		bs_line_str(&l, cfg);
+	}
+	if (g_log_problem) {
+		bs_line_str(&l, "; the log file: ");
+		bs_line_str(&l, g_log_problem);
 	}
 	bs_line_emit(&l, BS_LOG_ERROR);
 }
@@ -232,6 +240,7 @@ static void open_log(void)
 		why = text;
 	}
 	if (why) {
+		g_log_problem = why;
 		report_log_file(path, why);
 		bs_log_setup(level, -1);
 	} else if (held >= 0) {

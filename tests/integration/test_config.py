@@ -7,24 +7,34 @@ import subprocess
 import sys
 import tempfile
 
-from lib import (ROOT, SynSniffer, base_env, check, check_gaps, free_port, prog, run,
+from lib import (BUILD, ROOT, SynSniffer, base_env, check, check_gaps, free_port, prog, run,
                  shim_env, SLACK)
 
 HOST_PROG = [sys.executable, "-c", "import sys; print('out'); sys.stderr.write('err\\n'); sys.exit(7)"]
 LINE = re.compile(r"^backoffshim\[\d+\](?: [^ :]+)?: config: ")
+CLI = os.path.join(BUILD, "backoffshim")
 
 
 def _same_behaviour(env, expect_problems):
+    """The program's behaviour unchanged; the library's one line counts the
+    problems and names the command that lists them, which is run: its
+    lines (one per problem) are returned."""
     rc0, out0, err0 = run(HOST_PROG, base_env())
     rc, out, err = run(HOST_PROG, env)
     check(rc == rc0 == 7, "exit code changed: %d vs %d" % (rc, rc0))
     check(out == out0, "stdout changed: %r vs %r" % (out, out0))
     lines = err.splitlines()
     check(lines[-1] == "err", "program's own stderr lost: %r" % err)
-    problems = lines[:-1]
-    check(all(LINE.match(l) for l in problems), "unexpected stderr: %r" % problems)
-    check(len(problems) == expect_problems, "expected %d problem lines, got %r"
-          % (expect_problems, problems))
+    if not expect_problems:
+        check(lines == ["err"], "unexpected stderr: %r" % lines)
+        return []
+    m = re.match(r"^backoffshim\[\d+\] python3: config: (\d+) problems?, ignored; see them "
+                 r"with: backoffshim (check-config .*)$", lines[0])
+    check(len(lines) == 2 and m and int(m.group(1)) == expect_problems,
+          "expected one line telling of %d problems, got %r" % (expect_problems, lines))
+    rc, listed, _ = run([CLI] + m.group(2).split(), env)
+    problems = [l for l in listed.splitlines() if not l.endswith(": ok")]
+    check(rc == 1 and len(problems) == expect_problems, "%s: %r" % (m.group(2), listed))
     return problems
 
 

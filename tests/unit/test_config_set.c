@@ -147,6 +147,8 @@ static void test_path(void **state)
 	}
 	assert_int_equal(bs_config_set(&c, NULL, "log_file", "x", &why), -1);
 	assert_int_equal(strlen(c.log_file), 255);
+	assert_int_equal(bs_config_set(&c, NULL, "shared", "user", &why), 0); /* (no path) */
+	assert_int_equal(bs_config_set(&c, NULL, "shared", "off", &why), 0);
 }
 
 /* max_elapsed not above the first wait: reported, for the settings and for
