@@ -367,14 +367,19 @@ static enum engine choose_engine(const char *cmd, enum engine asked)
 }
 
 /* The settings the seccomp engine applies, loaded as the library loads
- * them; their problems on stderr in the library's words. */
+ * them; their problems counted, then told in the library's one line. */
+struct problems {
+	unsigned n;
+	int env;
+};
+
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
-	struct bs_line l;
-	(void)ctx;
-	bs_config_describe(&l, origin, line, key, value, why);
-	bs_line_emit_fd(&l, 2);
+	struct problems *p = ctx;
+	(void)line, (void)key, (void)value, (void)why;
+	p->n++;
+	p->env |= !strncmp(origin, "BACKOFFSHIM_", 12);
 }
 
 static const char *get_env(void *ctx, const char *name)
@@ -400,8 +405,16 @@ static int run_seccomp(char **argv)
 {
 	static struct bs_config cfg;
 	static struct bs_rules rules;
-	bs_config_load_rules(&cfg, &rules, get_env, bs_read_file_libc, report, NULL);
+	struct problems p = {0, 0};
+	bs_config_load_rules(&cfg, &rules, get_env, bs_read_file_libc, report, &p);
+	bs_config_check_env_names(environ, report, &p);
 	setup_log(&cfg, argv[0]);
+	if (p.n) {
+		const char *file = getenv("BACKOFFSHIM_CONFIG");
+		if (!file || !*file)
+			file = access(BS_DEFAULT_CONFIG, F_OK) == 0 ? BS_DEFAULT_CONFIG : NULL;
+		bs_config_tell_problems(p.n, p.env, file, NULL);
+	}
 	fflush(NULL);
 	int status = bs_sup_run(argv, &cfg);
 	if (status >= 0)

@@ -293,3 +293,28 @@ void bs_config_check(const struct bs_config *c, const char *origin,
 			check_budget(&r->cfg, r->origin, r->line, report, ctx);
 	}
 }
+
+void bs_config_tell_problems(unsigned n, int env_problems, const char *file,
+			     const char *log_problem)
+{
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_event(&l, "config");
+	bs_line_str(&l, "config: ");
+	bs_line_u64(&l, n);
+	bs_line_str(&l, n == 1 ? " problem" : " problems");
+	bs_line_str(&l, ", ignored; see them with: backoffshim check-config");
+	if (file && !strcmp(file, "/dev/null")) /* (no file, then) */
+		file = NULL;
+	if (env_problems || !file)
+		bs_line_str(&l, " --env");
+	if (file) {
+		bs_line_str(&l, " ");
+		bs_line_str(&l, file);
+	}
+	if (log_problem) {
+		bs_line_str(&l, "; the log file: ");
+		bs_line_str(&l, log_problem);
+	}
+	bs_line_emit(&l, BS_LOG_ERROR);
+}

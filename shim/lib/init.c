@@ -110,29 +110,8 @@ static const char *config_file(void)
  * used (which that command cannot see from here). */
 static void tell_problems(void)
 {
-	const char *cfg = config_file();
-	struct bs_line l;
-	if (!g_nproblems)
-		return;
-	bs_line_start(&l);
-	bs_line_event(&l, "config");
-	bs_line_str(&l, "config: ");
-	bs_line_u64(&l, g_nproblems);
-	bs_line_str(&l, g_nproblems == 1 ? " problem" : " problems");
-	bs_line_str(&l, ", ignored; see them with: backoffshim check-config");
-	if (cfg && !strcmp(cfg, "/dev/null")) /* (no file, then) */
-		cfg = NULL;
-	if (g_env_problems || !cfg)
-		bs_line_str(&l, " --env");
-	if (cfg) {
-		bs_line_str(&l, " ");
-		bs_line_str(&l, cfg);
-	}
-	if (g_log_problem) {
-		bs_line_str(&l, "; the log file: ");
-		bs_line_str(&l, g_log_problem);
-	}
-	bs_line_emit(&l, BS_LOG_ERROR);
+	if (g_nproblems)
+		bs_config_tell_problems(g_nproblems, g_env_problems, config_file(), g_log_problem);
 }
 
 /* The log file's directory is sticky and world-writable (like /tmp): anyone
