@@ -53,6 +53,7 @@ complete -c backoffshim -n "__fish_seen_subcommand_from run schedule; and __back
 complete -c backoffshim -n "__fish_seen_subcommand_from run schedule; and __backoffshim_after_dashdash 1" -F
 
 complete -c backoffshim -n "__fish_seen_subcommand_from check-config" -F
+complete -c backoffshim -n "__fish_seen_subcommand_from check-config" -l env -d "Check the BACKOFFSHIM_* variables"
 
 complete -c backoffshim -n "__fish_seen_subcommand_from status" -l json -d 'One JSON document'
 complete -c backoffshim -n "__fish_seen_subcommand_from status" -l prometheus -d 'Prometheus text exposition'

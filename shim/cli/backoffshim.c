@@ -23,7 +23,7 @@ static const char usage_text[] =
 	"                  report every problem in FILE (--env: in the\n"
 	"                  BACKOFFSHIM_* variables), one line each;\n"
 	"                  exit 0 if there is none, 1 otherwise\n"
-	"  status [--json | --prometheus] [--table NAME | --user NAME] | --gc\n"
+	"  status [--json | --prometheus | --watch [S]] [--table NAME | --user NAME] | --gc\n"
 	"                  show the destinations backing off in the shared table\n"
 	"  reset DEST | --all [--table NAME | --user NAME]\n"
 	"                  clear a destination's backoff and wake every waiter\n"
