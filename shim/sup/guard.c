@@ -1,6 +1,8 @@
 /* guard: see guard.h. */
 #include "guard.h"
 
+#include "scm.h"
+
 #include <fcntl.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -24,20 +26,10 @@ static void guard_main(int sock)
 	unsigned n = 0;
 	for (;;) {
 		struct msg m;
-		struct iovec iov = {&m, sizeof m};
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} u;
-		struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-				   .msg_controllen = sizeof u.buf};
-		ssize_t got = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+		int fd;
+		ssize_t got = bs_scm_recv(sock, &m, sizeof m, &fd);
 		if (got <= 0)
 			break; /* the supervisor is gone */
-		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
-		int fd = -1;
-		if (c && c->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(c), sizeof fd);
 		if (got == sizeof m && m.hold && fd >= 0 && n < HELD_MAX) {
 			held[n].id = m.id, held[n++].fd = fd;
 			continue;
@@ -83,21 +75,8 @@ int bs_guard_start(void)
 static void send_msg(int guard, uint64_t id, int sock)
 {
 	struct msg m = {id, sock >= 0};
-	struct iovec iov = {&m, sizeof m};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr h = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (sock >= 0) {
-		h.msg_control = u.buf, h.msg_controllen = sizeof u.buf;
-		struct cmsghdr *c = CMSG_FIRSTHDR(&h);
-		c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &sock, sizeof sock);
-	}
 	if (guard >= 0)
-		sendmsg(guard, &h, MSG_DONTWAIT | MSG_NOSIGNAL);
+		bs_scm_send(guard, &m, sizeof m, sock, MSG_DONTWAIT);
 }
 
 void bs_guard_hold(int guard, uint64_t id, int sock)

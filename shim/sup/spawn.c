@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "config.h"
 #include "guard.h"
+#include "scm.h"
 #include "sfilter.h"
 
 #include <errno.h>
@@ -142,36 +143,14 @@ const char *bs_sup_unavailable(void)
 static int send_fd(int sock, int fd)
 {
 	char byte = 'L';
-	struct iovec iov = {&byte, 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			   .msg_controllen = sizeof u.buf};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+	return bs_scm_send(sock, &byte, 1, fd, 0) == 1 ? 0 : -1;
 }
 
 static int recv_fd(int sock)
 {
 	char byte;
-	struct iovec iov = {&byte, 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			   .msg_controllen = sizeof u.buf};
-	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	int fd = -1;
-	if (c && c->cmsg_type == SCM_RIGHTS)
-		memcpy(&fd, CMSG_DATA(c), sizeof fd);
-	return fd;
+	int fd;
+	return bs_scm_recv(sock, &byte, 1, &fd) == 1 ? fd : -1;
 }
 
 static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
