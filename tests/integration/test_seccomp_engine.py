@@ -1034,10 +1034,10 @@ def test_engine_choice_never_seccomp_for_setid_or_file_caps():
             err, syns = _choice([plain, "127.0.0.1", str(port)], port, sn)
             check("engine seccomp" in err and syns == 3, "control: %d SYNs %r" % (syns, err))
             suid = _secure_copy(sc, d, "suid")
-            try:
+            try:  # (a set-uid bit changes an id only for a runner of another uid)
                 os.chown(suid, 65534, 65534)
                 os.chmod(suid, 0o4755)
-                setuid_ok = True
+                setuid_ok = os.geteuid() != 65534
             except OSError:
                 setuid_ok = False
             if setuid_ok:
@@ -1059,7 +1059,11 @@ def test_engine_choice_never_seccomp_for_setid_or_file_caps():
             r = subprocess.run([setcap, "cap_net_raw+ep", fcap], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True,
                                timeout=20) if setcap and runner is not None else None
-            if r and r.returncode == 0:
+            # (the runner must be able to read the build: a CI clone may be private)
+            readable = runner is not None and subprocess.run(
+                runner + ["test", "-r", os.path.join(BUILD, "libbackoffshim.so")],
+                timeout=20).returncode == 0
+            if r and r.returncode == 0 and readable:
                 ran += 1
                 env = eng_env()
                 env.pop("BACKOFFSHIM_SHARED")
