@@ -117,6 +117,16 @@ uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid)
 	return bs_probe_make(now + BS_PROBE_GRACE + timeout, tid);
 }
 
+int bs_attempt_lock_busy_waits(uint64_t probe, uint64_t now, int *waited_empty)
+{
+	if (probe)
+		return bs_probe_stale_at(probe) > now;
+	if (*waited_empty)
+		return 0;
+	*waited_empty = 1;
+	return 1;
+}
+
 enum bs_no_wait bs_attempt_no_wait(uint64_t state, uint64_t outcome_at, uint64_t every,
 				   uint64_t now)
 {

@@ -118,4 +118,14 @@ struct bs_decision bs_attempt_paced(struct bs_attempt *a, uint64_t interval, uin
 #define BS_PROBE_GRACE (1000000000ull)
 uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid);
 
+/* BS_TAKE_PROBE found the probe's lock byte in the shared table held by
+ * another process, which takes its lock before the probe word and keeps
+ * it through its attempt. Wait (1) while the probe word seen is in time,
+ * and once while it is empty (the holder is between its lock and its
+ * swap: a taker that swapped first, without the lock, would look dead to
+ * it and lose the probe to it). Past that the holder is gone or stopped,
+ * or a fork child kept its lock, and the probe word alone decides (0).
+ * *waited_empty: the caller's flag for the once, 0 when its call begins. */
+int bs_attempt_lock_busy_waits(uint64_t probe, uint64_t now, int *waited_empty);
+
 #endif

@@ -36,6 +36,7 @@ struct call {
 	uint32_t tid;
 	int fallback;       /* the program has other addresses of the name */
 	int lock;           /* the shared table's lock for our probe, or -1 */
+	int lock_waited;    /* (bs_attempt_lock_busy_waits's once) */
 	uint32_t join_fail; /* the destination's failures when the call began */
 	uint64_t join_seen; /* the entry's attempt_at a newcomer judged by */
 	uint32_t told;      /* the failure count the log last heard of from this
@@ -254,11 +255,8 @@ static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint
 	uint64_t mine = bs_attempt_probe(now, attempt_timeout(c, delay), c->tid);
 	c->lock = bs_shared_hold(c->e);
 	if (c->lock == BS_SHARED_BUSY) {
-		/* another process's attempt: wait for it while its probe is in
-		 * time; past that, its holder is gone or stopped (SIGSTOP keeps
-		 * a lock forever), and the probe word alone decides */
 		c->lock = -1;
-		if (p && bs_probe_stale_at(p) > now)
+		if (bs_attempt_lock_busy_waits(p, now, &c->lock_waited))
 			return wait_step(c, s, now + SHARED_RECHECK);
 	}
 	if (!bs_probe_take(c->e, p, mine)) {
@@ -449,6 +447,7 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	uint64_t joined = err ? s : atomic_load(&c->e->state);
 	c->join_fail = bs_state_failures(joined);
 	c->told = NOT_TOLD;
+	c->lock_waited = 0;
 	bs_attempt_join(&c->a, joined, atomic_load(&c->e->resets),
 			err ? 0 : (int)atomic_load(&c->e->last_err));
 	if (err) {

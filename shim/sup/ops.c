@@ -76,6 +76,7 @@ struct op {
 	uint64_t due;     /* its next turn: a wait's end, a check, an expiry */
 	uint64_t probe, seen, t0, delay;
 	int lock;         /* the lock file's byte that backs our probe, or -1 */
+	int lock_waited;  /* (bs_attempt_lock_busy_waits's once) */
 };
 
 struct bs_sup {
@@ -418,20 +419,30 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 		struct bs_attempt_view v = view_of(e, st);
 		struct bs_decision d = bs_attempt_decide(&o->a, &v, now, longest);
 		uint64_t mine = 0;
+		int lock;
 		switch (d.verdict) {
 		case BS_GO:
 			start_attempt(s, o, e, st, 0, now);
 			return;
-		case BS_TAKE_PROBE:
+		case BS_TAKE_PROBE: /* the library's order: the lock byte, then the word */
+			lock = bs_sup_hold_probe(s->tab, e);
+			if (lock == BS_SUP_BUSY &&
+			    bs_attempt_lock_busy_waits(v.probe, now, &o->lock_waited)) {
+				o->phase = WAITING, o->due = now + SHARED_RECHECK;
+				return;
+			}
 			mine = bs_attempt_probe(now, bs_policy_attempt_timeout(&o->cfg->policy, 0) +
 							     longest, s->me);
-			if (!bs_probe_take(e, v.probe, mine))
-				continue;
-			if (atomic_load(&e->state) != st) {
-				bs_probe_release(e, mine);
+			if (!bs_probe_take(e, v.probe, mine)) {
+				bs_sup_release(lock);
 				continue;
 			}
-			o->lock = bs_sup_hold_probe(s->tab, e);
+			if (atomic_load(&e->state) != st) {
+				bs_probe_release(e, mine);
+				bs_sup_release(lock);
+				continue;
+			}
+			o->lock = lock;
 			start_attempt(s, o, e, st, mine, now);
 			return;
 		case BS_WAIT:

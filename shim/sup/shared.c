@@ -91,8 +91,9 @@ int bs_sup_hold_probe(struct bs_table *t, const struct bs_entry *e)
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
 			   .l_start = (off_t)bs_shtab_probe_byte((unsigned)i), .l_len = 1};
 	if (fcntl(fd, F_OFD_SETLK, &fl) != 0) {
+		int busy = errno == EAGAIN || errno == EACCES;
 		close(fd);
-		return -1;
+		return busy ? BS_SUP_BUSY : -1;
 	}
 	return fd;
 }

@@ -22,8 +22,10 @@ struct bs_config;
 /* The table (never NULL unless out of memory); *shared tells which. */
 struct bs_table *bs_sup_table(const struct bs_config *cfg, int *shared);
 
-/* Hold the lock byte of e's probe: a token (>= 0), or -1 (no lock file,
- * or another process holds it: the probe word alone decides). */
+/* Hold the lock byte of e's probe, as the library does (lib/shared.h):
+ * a token (>= 0), BS_SUP_BUSY (another process holds it), or -1 (no lock
+ * file: the probe word alone decides). */
+#define BS_SUP_BUSY (-2)
 int bs_sup_hold_probe(struct bs_table *t, const struct bs_entry *e);
 void bs_sup_release(int token);
 

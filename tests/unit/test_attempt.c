@@ -272,6 +272,23 @@ static void test_paced(void **state)
 	assert_true(d.until > T0);
 }
 
+/* Another process holds the probe's lock byte: its in-time probe is
+ * waited for; an empty word once (it is about to swap), then not again; a
+ * stale word not at all (its holder is gone or stopped). */
+static void test_lock_busy(void **state)
+{
+	(void)state;
+	uint64_t p = bs_attempt_probe(T0, 2 * SEC, 42);
+	int waited = 0;
+	assert_int_equal(bs_attempt_lock_busy_waits(p, T0 + SEC, &waited), 1);
+	assert_int_equal(bs_attempt_lock_busy_waits(p, T0 + 3 * SEC + BS_PROBE_GRACE, &waited), 0);
+	assert_int_equal(waited, 0);
+	assert_int_equal(bs_attempt_lock_busy_waits(0, T0, &waited), 1);
+	assert_int_equal(waited, 1);
+	assert_int_equal(bs_attempt_lock_busy_waits(0, T0 + SEC, &waited), 0);
+	assert_int_equal(bs_attempt_lock_busy_waits(p, T0 + SEC, &waited), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_newcomer),
 		cmocka_unit_test(test_no_wait),
 		cmocka_unit_test(test_paced),
+		cmocka_unit_test(test_lock_busy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
