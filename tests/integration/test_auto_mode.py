@@ -137,8 +137,7 @@ def _nginx_scenario(env):
             rc, out, err = run(["curl", "-sS", "-m", "1", "-w", "\\n@@ %{http_code} %{time_total}\\n"]
                                + [url] * REQUESTS, base_env(), timeout=15)
             total = time.monotonic() - t0
-            time.sleep(0.05)  # let the observer drain the last packets
-            syns_a = len(sn.times)
+            syns_a = sn.settled_count()
         res = re.findall(r"^@@ (\d+) ([0-9.]+)$", out, re.M)
         srv_a.start()
         t_up = time.monotonic()
@@ -266,8 +265,7 @@ def _activated_scenario(env):
                 codes.append(st)
                 times.append(secs)
             total = time.monotonic() - t0
-            time.sleep(0.05)
-            syns_a = len(sn.times)
+            syns_a = sn.settled_count()
         warm = lr.wait_for(lambda l: l.startswith("warmup"), 1)
         srv_a.start()
         t_up = time.monotonic()

@@ -71,7 +71,7 @@ def _run_evloop(env, with_client):
         finally:
             rc, out, err = finish(p, DURATION + 10)
         wall = time.monotonic() - t0
-        time.sleep(0.05)  # let the observer drain the last packets
+        sn.settled_count()
         syns = list(sn.times)
     check(rc == 0, "evloop exited %r; out=%r err=%r" % (rc, out, err[-500:]))
     m = LINE.search(out.strip())

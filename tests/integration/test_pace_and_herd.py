@@ -195,7 +195,7 @@ def _herd(env, port, down):
             for p in ps if down is not None else ():
                 rc, out, _ = finish(p, max(1.0, t_srv + 30 - time.monotonic()))
                 res.append((rc, out.strip()))
-            time.sleep(0.05)  # the last SYN's capture
+            sn.settled_count()
             syns = list(sn.times)
     return t0, t_srv, syns, res
 

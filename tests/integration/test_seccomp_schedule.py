@@ -140,19 +140,16 @@ def test_nonblocking_program_is_paced():
     cmd = ["python3", "-c", ASYNC_LOOP, str(port), "1.5"]
     with SynSniffer(port) as sn:
         rc, out, err = run(cmd, base_env(), timeout=20)
-        time.sleep(0.1)
         plain_syns = sn.settled_count()
     check(rc == 0, "plain: rc=%d %r" % (rc, err[-300:]))
     plain = parse(out)
     settings = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="400ms")
     with SynSniffer(port) as sn:  # the library's pace mode, for comparison
         rc, out, err = run(cmd, shim_env(BACKOFFSHIM_NONBLOCKING="pace", **settings), timeout=20)
-        time.sleep(0.1)
         library_syns = sn.settled_count()
     check(rc == 0, "library: rc=%d %r" % (rc, err[-300:]))
     with SynSniffer(port) as sn:
         rc, out, err = run(under("seccomp", cmd), engine_env(**settings), timeout=20)
-        time.sleep(0.1)
         syns = sn.settled_count()
     check(rc == 0, "engine: rc=%d %r" % (rc, err[-300:]))
     paced = parse(out)
