@@ -427,8 +427,8 @@ def test_a_prober_killed_mid_attempt_is_taken_over_within_a_second():
             a = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
             check(sn.wait_for(1, 5) >= 1, "A never attempted")
             b = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
-            time.sleep(0.8)  # B waits on A's attempt
-            seen = len(sn.times)
+            _wait_status(table, lambda r: r["waiting_threads"] >= 1, 5, env)  # B waits
+            seen = sn.settled_count()
             check(seen == 1, "B did not wait for A's attempt: %d SYNs" % seen)
             a.kill()
             a.wait()
