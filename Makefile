@@ -48,7 +48,7 @@ MAN_PAGES  := $(BUILD)/man/backoffshim.1 $(BUILD)/man/backoffshim.ini.5
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
             --errors-for-leak-kinds=definite --show-leak-kinds=definite
 
-.PHONY: all man deps test-deps check cross-check go-progs unit integration demo bench herd herd500 install uninstall deb clean FORCE
+.PHONY: all man deps test-deps check check-under-load cross-check go-progs unit integration demo bench herd herd500 install uninstall deb clean FORCE
 all: $(SO) $(CLI)
 
 # Missing Debian packages are installed on demand (see scripts/install-deps).
@@ -143,6 +143,10 @@ check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(STATIC_BIN) $(BENCH_B
 	@$(MAKE) --no-print-directory cross-check
 	@$(MAKE) --no-print-directory go-progs
 	@scripts/check.sh $(UNIT_BIN)
+
+# make check three times in a row under stress-ng --cpu 2 (RUNS=N for more)
+check-under-load:
+	@scripts/check-under-load $(RUNS)
 
 # The library compiled (not linked: no aarch64 libinih) for aarch64, whose
 # asm-generic system-call table lacks dup2, poll, accept, open...: a raw
