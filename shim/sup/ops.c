@@ -187,15 +187,11 @@ static struct bs_entry *entry(struct bs_sup *s, const struct op *o, uint64_t now
 }
 
 /* Another process's waiters wake on the entry's word; ours, waiting for
- * the same destination, judge again at once (wake_waiters). */
-static void publish(struct bs_entry *e)
+ * the same destination, judge again at once. */
+static void publish(struct bs_sup *s, struct bs_entry *e, uint64_t key, uint64_t now)
 {
 	bs_entry_bump(e);
 	bs_wake((const uint32_t *)&e->seq);
-}
-
-static void wake_waiters(struct bs_sup *s, uint64_t key, uint64_t now)
-{
 	for (unsigned i = 0, seen = 0; seen < s->nops && i < MAX_OPS; i++) {
 		struct op *o = &s->ops[i];
 		if (o->phase == FREE)
@@ -220,8 +216,7 @@ static void let_probe_go(struct bs_sup *s, struct op *o)
 	struct bs_entry *e = bs_table_find(s->tab, o->key);
 	if (e) {
 		bs_probe_release(e, o->probe);
-		publish(e);
-		wake_waiters(s, o->key, bs_now());
+		publish(s, e, o->key, bs_now());
 	}
 	bs_sup_release(o->lock);
 	o->probe = 0, o->lock = -1;
@@ -246,8 +241,7 @@ static void record_failure(struct bs_sup *s, struct op *o, int err, uint64_t now
 		atomic_store(&e->last_wait, delay);
 		if (o->delay != BS_STOP && !bs_budget_last(&o->a.b, o->t0 + delay))
 			say_failure(o, f, delay, err);
-		publish(e);
-		wake_waiters(s, o->key, now);
+		publish(s, e, o->key, now);
 	}
 }
 
@@ -259,8 +253,7 @@ static void record_success(struct bs_sup *s, struct op *o)
 		return;
 	uint32_t n = bs_entry_connected(e, o->t0);
 	atomic_fetch_add(&e->n_attempts, 1);
-	publish(e);
-	wake_waiters(s, o->key, bs_now());
+	publish(s, e, o->key, bs_now());
 	say_connected(o, n);
 }
 
