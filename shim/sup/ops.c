@@ -337,18 +337,6 @@ static void reset_socket(struct op *o)
 	getsockopt(o->dup, SOL_SOCKET, SO_ERROR, &err, &n);
 }
 
-/* The engine cannot take o on (its table or ring is full) before an
- * attempt of its own: the program's connect goes as without the engine. */
-static void untracked(struct bs_sup *s, struct op *o)
-{
-	let_probe_go(s, o);
-	if (o->notif && still_waiting(s, o->notif))
-		let_through(s, o->notif);
-	else if (o->defer) /* (answered EINPROGRESS: the socket connects by itself) */
-		connect(o->dup, (const struct sockaddr *)&o->addr, o->len);
-	op_free(s, o);
-}
-
 static void give_up(struct bs_sup *s, struct op *o, uint64_t now)
 {
 	int err = o->a.last_err ? o->a.last_err : ECONNREFUSED;
@@ -357,6 +345,24 @@ static void give_up(struct bs_sup *s, struct op *o, uint64_t now)
 		atomic_fetch_add(&e->n_giveups, 1);
 	say_give_up(o, err);
 	owe(s, o, err, now);
+}
+
+/* The engine's table or ring is full. Before an attempt of its own, the
+ * engine cannot take o on: the program's connect goes as without the
+ * engine. After one, o gives up (the last real error stands). */
+static void out_of_room(struct bs_sup *s, struct op *o, uint64_t now)
+{
+	if (o->tried) {
+		bs_budget_stop(&o->a.b, BS_STOP_TABLE_FULL);
+		give_up(s, o, now);
+		return;
+	}
+	let_probe_go(s, o);
+	if (o->notif && still_waiting(s, o->notif))
+		let_through(s, o->notif);
+	else if (o->defer) /* (answered EINPROGRESS: the socket connects by itself) */
+		connect(o->dup, (const struct sockaddr *)&o->addr, o->len);
+	op_free(s, o);
 }
 
 static void start_attempt(struct bs_sup *s, struct op *o, struct bs_entry *e, uint64_t st,
@@ -371,14 +377,10 @@ static void start_attempt(struct bs_sup *s, struct op *o, struct bs_entry *e, ui
 	atomic_store(&e->attempt_at, now);
 	int r = bs_ring_connect(s->ring, tag_of(s, o), o->dup, (const struct sockaddr *)&o->addr,
 				o->len, limit);
-	if (r < 0 && !o->tried) {
-		untracked(s, o);
-	} else if (r < 0) { /* (the last real error stands) */
-		bs_budget_stop(&o->a.b, BS_STOP_TABLE_FULL);
-		give_up(s, o, now);
-	} else {
+	if (r < 0)
+		out_of_room(s, o, now);
+	else
 		o->phase = ATTEMPT, o->tried = 1, o->due = now + RECHECK;
-	}
 }
 
 static struct bs_attempt_view view_of(struct bs_entry *e, uint64_t st)
@@ -399,13 +401,8 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 	uint64_t longest = bs_policy_longest_wait(&o->cfg->policy);
 	for (int tries = 0; tries < 8; tries++) {
 		struct bs_entry *e = entry(s, o, now);
-		if (!e && !o->tried) {
-			untracked(s, o);
-			return;
-		}
 		if (!e) {
-			bs_budget_stop(&o->a.b, BS_STOP_TABLE_FULL);
-			give_up(s, o, now);
+			out_of_room(s, o, now);
 			return;
 		}
 		uint64_t st = atomic_load(&e->state);
