@@ -87,7 +87,7 @@ struct bs_sup {
 	uint32_t me, own;
 	int shared;       /* the user's shared table (else a private one) */
 	int guard;        /* the guard's socketpair end, or -1 */
-	size_t notif_size, resp_size;
+	size_t notif_size;
 	unsigned nops; /* ops not FREE */
 	struct op ops[MAX_OPS];
 	uint64_t seed, draws;
@@ -696,7 +696,6 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 	if (o->notif && !still_waiting(s, o->notif)) {
 		o->notif = 0; /* interrupted: a restarted call may come back */
 		o->due = now + RESTART_GRACE;
-		o->phase = WAITING;
 		return;
 	}
 	judge(s, o, now);
@@ -764,14 +763,13 @@ static void watched(struct bs_sup *s, struct op *o)
 	op_free(s, o);
 }
 
-void bs_sup_on_event(struct bs_sup *s, uint64_t data, uint32_t events)
+void bs_sup_on_event(struct bs_sup *s, uint64_t data)
 {
 	if (data == BS_SUP_EV_OWN + MAX_OPS) {
 		reap_ring(s, 1);
 		return;
 	}
 	uint64_t i = data - BS_SUP_EV_OWN;
-	(void)events;
 	if (i < MAX_OPS && s->ops[i].phase == WATCH)
 		watched(s, &s->ops[i]);
 }

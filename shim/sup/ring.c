@@ -21,7 +21,7 @@ struct slot {
 
 struct bs_ring {
 	int fd;
-	unsigned sq_entries, cq_entries;
+	unsigned sq_entries;
 	_Atomic unsigned *sq_head, *sq_tail, *cq_head, *cq_tail;
 	unsigned *sq_mask, *cq_mask, *sq_array;
 	struct io_uring_sqe *sqes;
@@ -95,7 +95,6 @@ struct bs_ring *bs_ring_open(unsigned depth)
 		return NULL;
 	}
 	r->sq_entries = p.sq_entries;
-	r->cq_entries = p.cq_entries;
 	return r;
 }
 

@@ -250,7 +250,7 @@ static void run_loop(struct loop *l)
 				l->listener_gone = 1;
 				epoll_ctl(l->ep, EPOLL_CTL_DEL, l->listener, NULL);
 			} else
-				bs_sup_on_event(l->sup, d, ev[i].events);
+				bs_sup_on_event(l->sup, d);
 		}
 		bs_sup_on_time(l->sup, bs_now());
 	}

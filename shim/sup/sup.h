@@ -42,7 +42,7 @@ struct bs_sup;
 struct bs_sup *bs_sup_open(int ep, const struct bs_config *cfg);
 void bs_sup_listen(struct bs_sup *s, int listener, int guard);
 void bs_sup_on_notification(struct bs_sup *s);
-void bs_sup_on_event(struct bs_sup *s, uint64_t data, uint32_t events);
+void bs_sup_on_event(struct bs_sup *s, uint64_t data);
 /* Deadlines: the earliest (UINT64_MAX: none), and their turn at now. */
 uint64_t bs_sup_next_due(const struct bs_sup *s);
 void bs_sup_on_time(struct bs_sup *s, uint64_t now);
