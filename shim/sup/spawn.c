@@ -140,19 +140,6 @@ const char *bs_sup_unavailable(void)
 
 /* ---- the child ---- */
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 'L';
-	return bs_scm_send(sock, &byte, 1, fd, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char byte;
-	int fd;
-	return bs_scm_recv(sock, &byte, 1, &fd) == 1 ? fd : -1;
-}
-
 static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
 		  const struct sigaction *old_chld)
 {
@@ -165,8 +152,8 @@ static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
 	if (l < 0) /* (the check passed a moment ago: run it as it is) */
 		fprintf(stderr, "backoffshim run: warning: cannot install the seccomp filter (%s); "
 				"running %s as it is\n", strerror(errno), argv[0]);
-	char go;
-	if (l >= 0 && (send_fd(sock, l) != 0 || read(sock, &go, 1) != 1))
+	char byte = 'L'; /* (the listener rides on a byte; the parent's go is one) */
+	if (l >= 0 && (bs_scm_send(sock, &byte, 1, l, 0) != 1 || read(sock, &byte, 1) != 1))
 		_exit(125);
 	if (l >= 0)
 		close(l);
@@ -334,7 +321,8 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	l.child = pid;
 	l.sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	l.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	l.listener = recv_fd(sv[0]); /* (-1: the child runs the program as it is) */
+	char byte;
+	bs_scm_recv(sv[0], &byte, 1, &l.listener); /* (-1: the child runs the program as it is) */
 	if (l.listener >= 0) {
 		ioctl(l.listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
 		bs_sup_listen(l.sup, l.listener, guard);
