@@ -72,19 +72,14 @@ int bs_guard_start(void)
 	return sv[0];
 }
 
-static void send_msg(int guard, uint64_t id, int sock)
+void bs_guard_hold(int guard, uint64_t id, int sock)
 {
 	struct msg m = {id, sock >= 0};
 	if (guard >= 0)
 		bs_scm_send(guard, &m, sizeof m, sock, MSG_DONTWAIT);
 }
 
-void bs_guard_hold(int guard, uint64_t id, int sock)
-{
-	send_msg(guard, id, sock);
-}
-
 void bs_guard_release(int guard, uint64_t id)
 {
-	send_msg(guard, id, -1);
+	bs_guard_hold(guard, id, -1); /* (a message without a socket lets go) */
 }
