@@ -28,8 +28,7 @@ unsigned bs_sfilter_build(struct sock_filter *out, int trap_so_error)
 	unsigned n = 0;
 #define PUT(x) (out[n++] = (struct sock_filter)x)
 	PUT(LD(offsetof(struct seccomp_data, arch)));
-	PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0));
-	PUT(BPF_JUMP(BPF_JMP | BPF_JA, 0, 0, 0)); /* patched: to ALLOW */
+	PUT(IF_EQ(ARCH, 0)); /* else to ALLOW: patched below */
 	unsigned to_allow_at = n - 1;
 	PUT(LD(offsetof(struct seccomp_data, nr)));
 
@@ -58,14 +57,14 @@ unsigned bs_sfilter_build(struct sock_filter *out, int trap_so_error)
 	PUT(IF_EQ(BS_SYS_LANDLOCK_RESTRICT_SELF, 1));
 	PUT(RET(SECCOMP_RET_USER_NOTIF));
 
-	/* prctl(BS_SUP_PRCTL_OPTION): the library announces itself */
-	PUT(LD(offsetof(struct seccomp_data, nr)));
+	/* prctl(BS_SUP_PRCTL_OPTION): the library announces itself (every
+	 * path here comes from a test of nr: A holds it still) */
 	PUT(IF_EQ(SYS_prctl, 3));
 	PUT(LD(ARG_LO(0)));
 	PUT(IF_EQ(BS_SUP_PRCTL_OPTION, 1));
 	PUT(RET(SECCOMP_RET_USER_NOTIF));
 	PUT(RET(SECCOMP_RET_ALLOW));
-	out[to_allow_at].k = n - 1 - (to_allow_at + 1);
+	out[to_allow_at].jf = (unsigned char)(n - 1 - (to_allow_at + 1));
 #undef PUT
 	return n;
 }
