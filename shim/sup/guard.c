@@ -4,7 +4,6 @@
 #include "scm.h"
 
 #include <fcntl.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>

@@ -3,7 +3,6 @@
 
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 union control {
 	char buf[CMSG_SPACE(sizeof(int))];

@@ -14,7 +14,6 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/epoll.h>
