@@ -330,8 +330,7 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	watch(l.ep, l.sigfd, EV_SIGNAL);
 	watch(l.ep, l.pidfd, EV_CHILD);
 	l.listener_gone = l.listener < 0;
-	if (write(sv[0], "g", 1) != 1) { /* the child died early: its status tells */
-	}
+	(void)!write(sv[0], "g", 1); /* (if the child died early, its status tells) */
 	close(sv[0]);
 	run_loop(&l);
 	return end_like(l.status, l.status > 128 ? l.status - 128 : 0);
