@@ -75,12 +75,12 @@ static void build(struct prog *p, int trap_so_error)
 	p->n = bs_sfilter_build(p->code, trap_so_error);
 }
 
-/* Only what the filter needs: word loads of seccomp_data, equality and
- * unconditional jumps on constants, constant returns. */
+/* Only what the filter needs: word loads of seccomp_data, equality jumps
+ * on constants, constant returns. */
 static int known_op(const struct sock_filter *f)
 {
 	return f->code == (BPF_LD | BPF_W | BPF_ABS) || f->code == (BPF_JMP | BPF_JEQ | BPF_K) ||
-	       f->code == (BPF_JMP | BPF_JA) || f->code == (BPF_RET | BPF_K);
+	       f->code == (BPF_RET | BPF_K);
 }
 
 static uint32_t run(const struct prog *p, const struct seccomp_data *d)
@@ -95,9 +95,6 @@ static uint32_t run(const struct prog *p, const struct seccomp_data *d)
 			assert_true(f->k % 4 == 0 && f->k + 4 <= sizeof *d);
 			memcpy(&a, (const char *)d + f->k, 4);
 			pc++;
-			break;
-		case BPF_JMP | BPF_JA:
-			pc += 1 + f->k;
 			break;
 		case BPF_JMP | BPF_JEQ | BPF_K:
 			pc += 1 + (a == f->k ? f->jt : f->jf);
@@ -118,9 +115,7 @@ static void check_shape(const struct prog *p)
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct sock_filter *f = &p->code[i];
 		assert_true(known_op(f));
-		if (f->code == (BPF_JMP | BPF_JA))
-			assert_true(i + 1 + f->k < p->n);
-		else if (f->code == (BPF_JMP | BPF_JEQ | BPF_K))
+		if (f->code == (BPF_JMP | BPF_JEQ | BPF_K))
 			assert_true(i + 1 + f->jt < p->n && i + 1 + f->jf < p->n);
 	}
 	assert_int_equal(p->code[p->n - 1].code, BPF_RET | BPF_K);
