@@ -92,13 +92,15 @@ $(CLI): $(CLI_OBJ) $(COMMON_OBJ) | deps
 # Unit tests read config files through the command's libc reader; the
 # command's own modules a test needs are compiled into that test alone
 # (elfinfo is the command's, and stays out of the library).
-UNIT_EXTRA := shim/cli/readfile.c shim/cli/readfile.h shim/cli/elfinfo.c shim/cli/elfinfo.h
+UNIT_EXTRA := shim/cli/readfile.c shim/cli/readfile.h shim/cli/elfinfo.c shim/cli/elfinfo.h \
+	shim/sup/scm.c shim/sup/scm.h
 UNIT_CLI_SRC = shim/cli/readfile.c
 $(BUILD)/tests/test_elfinfo $(BUILD)/asan/tests/test_elfinfo: UNIT_CLI_SRC += shim/cli/elfinfo.c
+$(BUILD)/tests/test_sfilter $(BUILD)/asan/tests/test_sfilter: UNIT_CLI_SRC += shim/sup/scm.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(COMMON_OBJ) $(UNIT_EXTRA) | test-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -Ishim/cli -o $@ $< $(UNIT_CLI_SRC) $(COMMON_OBJ) \
+	$(CC) $(CFLAGS) -Itests/unit -Ishim/cli -Ishim/sup -o $@ $< $(UNIT_CLI_SRC) $(COMMON_OBJ) \
 	    $(firstword $(wildcard /usr/lib/*/libinih.a /usr/lib/libinih.a)) -lcmocka -lpthread
 
 $(BUILD)/progs/%: tests/progs/%.c
@@ -134,10 +136,11 @@ $(BENCH_BIN): tests/bench/connect_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o $@ $< -lpthread
 
-$(SUP_BENCH_BIN): tests/bench/sup_bench.c shim/common/sfilter.c shim/common/sfilter.h
+$(SUP_BENCH_BIN): tests/bench/sup_bench.c shim/common/sfilter.c shim/common/sfilter.h \
+		shim/sup/scm.c shim/sup/scm.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Ishim/common -o $@ tests/bench/sup_bench.c \
-	    shim/common/sfilter.c -lpthread
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Ishim/common -Ishim/sup -o $@ \
+	    tests/bench/sup_bench.c shim/common/sfilter.c shim/sup/scm.c -lpthread
 
 check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(STATIC_BIN) $(BENCH_BIN) $(SUP_BENCH_BIN) | test-deps
 	@$(MAKE) --no-print-directory cross-check
@@ -333,14 +336,14 @@ $(FUZZ_DIR)/obj/%.o: %.c $(SAN_HDRS) | fuzz-deps
 $(ASAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(ASAN_COMMON_OBJ) $(UNIT_EXTRA) \
 		| san-deps test-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -Ishim/cli -o $@ $< $(UNIT_CLI_SRC) \
+	$(CLANG) $(SAN_CFLAGS) $(ASAN_FLAGS) -Itests/unit -Ishim/cli -Ishim/sup -o $@ $< $(UNIT_CLI_SRC) \
 	    $(ASAN_COMMON_OBJ) \
 	    $(SAN_INIH) -lcmocka -lpthread
 
 $(TSAN_DIR)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(TSAN_COMMON_OBJ) \
 		tests/fuzz/cmocka_skip.c $(UNIT_EXTRA) | san-deps test-deps
 	@mkdir -p $(dir $@)
-	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -Itests/unit -Ishim/cli -o $@ $< tests/fuzz/cmocka_skip.c \
+	$(CLANG) $(SAN_CFLAGS) $(TSAN_FLAGS) -Itests/unit -Ishim/cli -Ishim/sup -o $@ $< tests/fuzz/cmocka_skip.c \
 	    $(UNIT_CLI_SRC) \
 	    $(TSAN_COMMON_OBJ) \
 	    $(SAN_INIH) -lcmocka -lpthread

@@ -40,6 +40,7 @@
  * network namespace this host intercepts outgoing TCP: run it in one, with
  * lo up (`make bench` does).
  */
+#include "scm.h"
 #include "sfilter.h"
 
 #include <errno.h>
@@ -240,41 +241,6 @@ static int worker(const char *what, long n, long m)
 
 /* ---- the minimal supervisor (mode bare) ---- */
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 'L';
-	struct iovec iov = {&byte, 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char byte;
-	struct iovec iov = {&byte, 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf};
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-	int fd = -1;
-	if (c && c->cmsg_type == SCM_RIGHTS)
-		memcpy(&fd, CMSG_DATA(c), sizeof fd);
-	return fd;
-}
-
 /* Every notification answered "continue", until no process is under the
  * filter (the listener hangs up). */
 static void serve_bare(int listener)
@@ -331,7 +297,7 @@ static int run_one(const char *self, const char *cli, enum mode m, long n, long 
 		if (m == BARE) {
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			int l = install(1);
-			if (l < 0 || send_fd(sv[1], l) != 0)
+			if (l < 0 || bs_scm_send(sv[1], "L", 1, l, 0) != 1)
 				_exit(126);
 			close(l);
 			close(sv[1]);
@@ -346,7 +312,9 @@ static int run_one(const char *self, const char *cli, enum mode m, long n, long 
 	close(pfd[1]);
 	if (m == BARE) {
 		close(sv[1]);
-		int l = recv_fd(sv[0]);
+		char byte;
+		int l = -1;
+		bs_scm_recv(sv[0], &byte, 1, &l); /* (l stays -1 if none came) */
 		close(sv[0]);
 		if (l >= 0) {
 			serve_bare(l);

@@ -23,6 +23,7 @@
  * supervisor's listener: EBUSY), that half says why and is skipped. */
 #include "unit.h"
 
+#include "scm.h"
 #include "sfilter.h"
 
 #include <errno.h>
@@ -296,44 +297,6 @@ static long call(int i, int fd, const void *addr, void *val, socklen_t *vlen)
 	}
 }
 
-static int send_fd(int sock, int fd)
-{
-	char byte = 'L';
-	struct iovec iov = {&byte, 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof u);
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			   .msg_controllen = sizeof u.buf};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
-}
-
-/* The listener, or -1 if the message carried none (the child then sends
- * its report, whose first word says why). */
-static int recv_fd(int sock, char *tag)
-{
-	struct iovec iov = {tag, 1};
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	memset(&u, 0, sizeof u);
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			   .msg_controllen = sizeof u.buf};
-	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-	int fd = -1;
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-		memcpy(&fd, CMSG_DATA(c), sizeof fd);
-	return fd;
-}
-
 static int write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;
@@ -366,7 +329,7 @@ static __attribute__((noreturn)) void child_main(int sock, int trap_so_error)
 		char no = 'N';
 		_exit(write_all(sock, &no, 1) || write_all(sock, &r, sizeof r) ? 3 : 0);
 	}
-	if (send_fd(sock, l) != 0)
+	if (bs_scm_send(sock, "L", 1, l, 0) != 1)
 		_exit(4);
 	close(l);
 	char addr[128];
@@ -483,7 +446,8 @@ static void kernel_run(int trap_so_error, struct child_report *r, struct seen *s
 	}
 	close(sv[1]);
 	char tag = 0;
-	int listener = recv_fd(sv[0], &tag);
+	int listener = -1; /* (none: the child's report follows, its tag says why) */
+	bs_scm_recv(sv[0], &tag, 1, &listener);
 	int ok;
 	if (listener < 0 && tag == 'N') {
 		ok = read_full(sv[0], r, sizeof *r, 5000) == 0 ? 1 : -1;
