@@ -44,8 +44,6 @@ struct target {
 
 static enum bs_level g_level = BS_LOG_INFO;
 static struct target g_out = {.fd = 2}; /* where lines go */
-static struct target g_err = {.fd = 2}; /* fd 2: config problems */
-static struct target *g_errt = &g_err;
 static bs_log_opener g_opener; /* a log file, opened per line */
 static void *g_opener_ctx;
 static struct bs_log_style g_style;
@@ -95,7 +93,6 @@ static void record(struct target *t, int fd)
 void bs_log_setup_file(enum bs_level level, bs_log_opener open_file, void *ctx)
 {
 	bs_log_setup(level, -1);
-	g_errt = &g_err;
 	g_opener_ctx = ctx;
 	g_opener = open_file;
 }
@@ -105,12 +102,7 @@ void bs_log_setup(enum bs_level level, int fd)
 	int saved = errno;
 	g_level = level;
 	g_opener = 0;
-	record(&g_err, 2);
-	if (fd >= 0)
-		record(&g_out, fd);
-	else
-		g_out = g_err; /* (one fstat: start-up makes few system calls) */
-	g_errt = fd >= 0 ? &g_err : &g_out; /* one target, one dropped count */
+	record(&g_out, fd >= 0 ? fd : 2);
 	errno = saved;
 }
 
@@ -495,13 +487,5 @@ void bs_line_emit(struct bs_line *l, enum bs_level level)
 		emit_to_file(l, level);
 	else if (same_target(&g_out))
 		emit(&g_out, l, level);
-	errno = saved;
-}
-
-void bs_line_emit_stderr(struct bs_line *l)
-{
-	int saved = errno;
-	if (same_target(g_errt))
-		emit(g_errt, l, BS_LOG_ERROR);
 	errno = saved;
 }

@@ -60,14 +60,14 @@ int bs_log_stderr_is_journal(const char *journal_stream);
 
 /* Lines go to a file opened for each line by open_file(ctx) (the caller's
  * I/O: it returns an fd above 2, or -1 to drop the line) and closed after
- * it, so that no descriptor is held between lines. Config problems still go
- * to fd 2 as recorded now. ctx is kept until the next setup. */
+ * it, so that no descriptor is held between lines. ctx is kept until the
+ * next setup. */
 typedef int (*bs_log_opener)(void *ctx);
 void bs_log_setup_file(enum bs_level level, bs_log_opener open_file, void *ctx);
 
 /* Where lines go and which ones. fd < 0 means stderr. Records the identity
- * of that fd and of fd 2 as they are now: later writes go only to the same
- * file (a closed fd whose number was reused is never written to). */
+ * of that fd as it is now: later writes go only to the same file (a closed
+ * fd whose number was reused is never written to). */
 void bs_log_setup(enum bs_level level, int fd);
 int bs_log_enabled(enum bs_level level);
 /* Lines dropped (target full) and not yet reported. */
@@ -90,9 +90,6 @@ void bs_line_dur(struct bs_line *l, uint64_t ns);
 
 /* Finish with '\n' and write to the configured fd (if level is enabled). */
 void bs_line_emit(struct bs_line *l, enum bs_level level);
-/* Finish and write to fd 2 as recorded by bs_log_setup(), regardless of
- * level (config problems). */
-void bs_line_emit_stderr(struct bs_line *l);
 /* Finish and write to a given fd regardless of level and identity (the
  * command's own stderr); still never blocks and never raises SIGPIPE. */
 void bs_line_emit_fd(struct bs_line *l, int fd);

@@ -584,35 +584,6 @@ static void test_fd_unknown_at_setup_is_never_written(void **state)
 	close(q[1]);
 }
 
-static void test_stderr_lines_go_to_fd2_as_at_setup(void **state)
-{
-	(void)state;
-	char buf[1024];
-	int saved = dup(2);
-	assert_true(saved >= 0);
-	assert_int_equal(dup2(pipefd[1], 2), 2);
-	bs_log_setup(BS_LOG_INFO, 12345); /* log file unusable: stderr still known */
-	struct bs_line l;
-	bs_line_start(&l);
-	bs_line_str(&l, "config: x");
-	bs_line_emit_stderr(&l);
-	size_t n = drain(buf, sizeof buf);
-	int q[2];
-	assert_int_equal(pipe(q), 0);
-	int reused = dup2(q[1], 2) == 2; /* stderr closed, its number reused */
-	bs_line_emit_stderr(&l);
-	dup2(saved, 2);
-	close(saved);
-	fcntl(q[0], F_SETFL, O_NONBLOCK);
-	ssize_t leaked = read(q[0], buf + n + 1, sizeof buf - n - 1);
-	close(q[0]);
-	close(q[1]);
-	assert_true(n > 0 && strstr(buf, "config: x\n"));
-	assert_true(reused);
-	assert_true(leaked < 0); /* nothing went into the reused fd 2 */
-	bs_log_setup(BS_LOG_INFO, -1);
-}
-
 static void test_errno_untouched(void **state)
 {
 	(void)state;
@@ -698,7 +669,6 @@ int main(void)
 		cmocka_unit_test(test_full_socket_drops_and_counts),
 		cmocka_unit_test(test_no_sigpipe),
 		cmocka_unit_test(test_fd_unknown_at_setup_is_never_written),
-		cmocka_unit_test(test_stderr_lines_go_to_fd2_as_at_setup),
 		cmocka_unit_test(test_errno_untouched),
 		cmocka_unit_test(test_log_file_is_opened_per_line),
 	};
