@@ -1,7 +1,6 @@
 /* addr: sockaddr -> key and text. See addr.h. */
 #include "addr.h"
 #include "mix.h"
-#include "policy.h"
 #include "util.h"
 
 #include <netinet/in.h>

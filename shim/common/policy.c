@@ -1,6 +1,5 @@
 /* policy: gRPC backoff arithmetic. See policy.h for the promises. */
 #include "policy.h"
-#include "mix.h"
 #include "util.h"
 
 /* Saturating conversion: anything at or above 2^63 (or NaN) becomes cap. */

@@ -2,7 +2,6 @@
 #include "rules.h"
 #include "addr.h"
 #include "mix.h"
-#include "policy.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
