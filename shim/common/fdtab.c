@@ -1,15 +1,14 @@
 /* fdtab: per-fd tracking state. See fdtab.h. */
 #include "fdtab.h"
 #include "addr.h"
-#include "util.h"
 
 #include <netinet/in.h>
 #include <string.h>
 
 /* A slot keeps an IPv4 or IPv6 peer address whole. */
-BS_STATIC_ASSERT(sizeof(struct sockaddr_in) <= BS_FD_ADDR_MAX, "sockaddr_in fits a slot");
-BS_STATIC_ASSERT(sizeof(struct sockaddr_in6) <= BS_FD_ADDR_MAX, "sockaddr_in6 fits a slot");
-BS_STATIC_ASSERT(BS_FD_ADDR_WORDS * 8 >= BS_FD_ADDR_MAX, "the address words hold it");
+_Static_assert(sizeof(struct sockaddr_in) <= BS_FD_ADDR_MAX, "sockaddr_in fits a slot");
+_Static_assert(sizeof(struct sockaddr_in6) <= BS_FD_ADDR_MAX, "sockaddr_in6 fits a slot");
+_Static_assert(BS_FD_ADDR_WORDS * 8 >= BS_FD_ADDR_MAX, "the address words hold it");
 
 void bs_fdtab_init(struct bs_fdtab *t, struct bs_fdslot *slots, unsigned cap)
 {

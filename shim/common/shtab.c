@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-BS_STATIC_ASSERT(sizeof(struct bs_shtab_header) == 48, "no padding: headers compare whole");
+_Static_assert(sizeof(struct bs_shtab_header) == 48, "no padding: headers compare whole");
 
 void bs_shtab_header_init(struct bs_shtab_header *h)
 {

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
-BS_STATIC_ASSERT(sizeof(struct bs_entry) == 128, "struct bs_entry is 128 bytes");
+_Static_assert(sizeof(struct bs_entry) == 128, "struct bs_entry is 128 bytes");
 
 #define CLAIM_ROUNDS 8 /* start-overs before a claim gives up */
 #define SPIN 4096      /* loads spent waiting for a rival's RES(k) to settle */

@@ -1,8 +1,7 @@
 /*
  * util: small helpers for shim/common and its callers: the element count of
- * an array, a number's decimal digits, a path's directory, and a
- * compile-time check (used for the layouts the code relies on: table.c,
- * fdtab.c).
+ * an array, the smaller of two numbers, a number's decimal digits, a
+ * path's directory.
  */
 #ifndef BS_UTIL_H
 #define BS_UTIL_H
@@ -13,16 +12,13 @@
 
 #define BS_ARRAY_SIZE(a) (sizeof (a) / sizeof (a)[0])
 
-/* Fails the build, with msg, when cond is false. */
-#define BS_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
-
-/* v's decimal digits into p (at most 20; no NUL); returns how many. No
- * library call, so async-signal-safe. */
 static inline uint64_t bs_min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
 }
 
+/* v's decimal digits into p (at most 20; no NUL); returns how many. No
+ * library call, so async-signal-safe. */
 static inline size_t bs_u64_digits(char *p, uint64_t v)
 {
 	char t[20];
