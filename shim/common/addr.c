@@ -13,10 +13,7 @@
 #define TAG_NAME 0ull /* (the table keeps bits 62 and 63 for itself) */
 #define LOW60 ((1ull << 60) - 1)
 
-/* An internet address (of kind BS_ADDR_INET) as an IPv4 one into *in, an
- * IPv4-mapped IPv6 address folded: 1; 0 for a real IPv6 address, whose
- * port alone *in then holds. */
-static int as_v4(const struct sockaddr *addr, struct sockaddr_in *in)
+int bs_addr_as_v4(const struct sockaddr *addr, struct sockaddr_in *in)
 {
 	static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 	const struct sockaddr_in6 *in6 = (const void *)addr;
@@ -97,7 +94,7 @@ uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 	case BS_ADDR_INET: {
 		const struct sockaddr_in6 *in6 = (const void *)addr;
 		struct sockaddr_in in;
-		if (as_v4(addr, &in))
+		if (bs_addr_as_v4(addr, &in))
 			return bs_addr_v4_key_of(&in);
 		/* a link-local address is only a destination with its scope */
 		uint64_t h = hash_bytes(in6->sin6_addr.s6_addr, 16,
@@ -247,7 +244,7 @@ size_t bs_addr_format(const struct sockaddr *addr, socklen_t len, char *buf,
 	switch (bs_addr_kind(addr, len)) {
 	case BS_ADDR_INET: {
 		struct sockaddr_in in;
-		if (as_v4(addr, &in)) {
+		if (bs_addr_as_v4(addr, &in)) {
 			put_v4(&o, (const unsigned char *)&in.sin_addr);
 		} else {
 			put_c(&o, '[');

@@ -32,6 +32,11 @@ static inline int bs_addr_plausible(const void *p)
  * too short, or of another family. */
 enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len);
 
+/* An internet address (of kind BS_ADDR_INET) as an IPv4 one into *in, an
+ * IPv4-mapped IPv6 address folded: 1; 0 for a real IPv6 address, whose
+ * port alone *in then holds. */
+int bs_addr_as_v4(const struct sockaddr *addr, struct sockaddr_in *in);
+
 /* The destination key, or 0 when addr is not a destination we key. */
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len);
 /* The key of the same address with port 0: the host alone (for a lookup

@@ -178,25 +178,16 @@ int bs_spec_same(const struct bs_spec *a, const struct bs_spec *b)
 static int dest_of(const struct sockaddr *sa, socklen_t len, int *fam,
 		   unsigned char a[16], unsigned *port)
 {
+	struct sockaddr_in in;
 	memset(a, 0, 16);
 	if (bs_addr_kind(sa, len) != BS_ADDR_INET)
 		return -1;
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-		*fam = AF_INET;
-		memcpy(a, &in->sin_addr, 4);
-		*port = ntohs(in->sin_port);
-		return 0;
-	}
-	const struct sockaddr_in6 *in6 = (const void *)sa;
-	*port = ntohs(in6->sin6_port);
-	if (!memcmp(in6->sin6_addr.s6_addr, v4m, 12)) {
-		*fam = AF_INET;
-		memcpy(a, in6->sin6_addr.s6_addr + 12, 4);
-	} else {
-		*fam = AF_INET6;
-		memcpy(a, in6->sin6_addr.s6_addr, 16);
-	}
+	*fam = bs_addr_as_v4(sa, &in) ? AF_INET : AF_INET6;
+	*port = ntohs(in.sin_port);
+	if (*fam == AF_INET)
+		memcpy(a, &in.sin_addr, 4);
+	else
+		memcpy(a, ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr, 16);
 	return 0;
 }
 

@@ -184,6 +184,9 @@ static void test_v4_mapped(void **state)
 		struct sockaddr_in6 m = v6("::ffff:127.0.0.1", ports[i]);
 		assert_int_equal(bs_addr_kind(SA(&m), sizeof m), BS_ADDR_INET);
 		assert_int_equal(KEY(m), KEY(a));
+		struct sockaddr_in folded;
+		assert_int_equal(bs_addr_as_v4(SA(&m), &folded), 1);
+		assert_memory_equal(&folded, &a, sizeof a);
 		char want[32];
 		snprintf(want, sizeof want, "127.0.0.1:%u", ports[i]);
 		check_text(SA(&m), sizeof m, want);
@@ -192,6 +195,9 @@ static void test_v4_mapped(void **state)
 	struct sockaddr_in a = v4("127.0.0.1", 80);
 	struct sockaddr_in6 c = v6("::7f00:1", 80);
 	assert_true(KEY(c) != KEY(a));
+	struct sockaddr_in port_only;
+	assert_int_equal(bs_addr_as_v4(SA(&c), &port_only), 0);
+	assert_int_equal(port_only.sin_port, htons(80));
 	check_text(SA(&c), sizeof c, "[::7f00:1]:80");
 	c = v6("::fffe:7f00:1", 80);
 	assert_true(KEY(c) != KEY(a));
