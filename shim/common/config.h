@@ -92,11 +92,11 @@ void bs_config_check(const struct bs_config *c, const char *origin,
 const struct bs_config *bs_config_for(const struct bs_config *c, const struct sockaddr *addr,
 				      socklen_t len, bs_name_has_fn name_has, void *ctx);
 
-/* What happens to non-blocking sockets. auto: defer in a client, pace in a
- * server (a process that listens); shim/lib decides which (bs_nb_mode). */
 /* getaddrinfo() failures retried on the schedule: none, EAI_AGAIN
  * (temporary), or EAI_NONAME too (wait: a name that does not exist yet). */
 enum bs_resolve { BS_RESOLVE_OFF = 0, BS_RESOLVE_TEMPORARY = 1, BS_RESOLVE_WAIT = 2 };
+/* What happens to non-blocking sockets. auto: defer in a client, pace in a
+ * server (a process that listens); shim/lib decides which (bs_nb_mode). */
 enum bs_nb_mode { BS_NB_RETRY = 0, BS_NB_PACE = 1, BS_NB_OFF = 2, BS_NB_DEFER = 3, BS_NB_AUTO = 4 };
 
 /* Looks up a variable; the shim passes secure_getenv, tests pass a fake.
@@ -147,13 +147,13 @@ void bs_config_load_env(struct bs_config *c, bs_config_getenv_fn get,
 void bs_config_load_vars(struct bs_config *c, bs_config_getenv_fn get,
 			 bs_config_report_fn report, void *ctx);
 
+/* Is entry ("NAME" or "NAME=value") a variable the loaders read? */
+int bs_config_var_known(const char *entry);
 /* The variables no loader reads: each entry of env (NULL-ended "NAME=value"
  * strings, e.g. environ) whose NAME begins with BACKOFFSHIM_ (in any case)
  * and is none of the variables read gets one report: origin NAME, value
  * its value, why naming the known name nearest to it (at most 3 letters
  * added, removed or changed), if there is one. Returns how many. */
-/* Is entry ("NAME" or "NAME=value") a variable the loaders read? */
-int bs_config_var_known(const char *entry);
 unsigned bs_config_check_env_names(char *const *env, bs_config_report_fn report, void *ctx);
 
 /* Everything, in precedence order: defaults, file, environment; also
