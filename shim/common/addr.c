@@ -49,9 +49,7 @@ static uint64_t hash_bytes(const unsigned char *p, size_t n, uint64_t h)
 	return h;
 }
 
-/* Length of a unix path inside the address: up to the first NUL for a
- * filesystem path, the whole remainder for an abstract name. */
-static size_t unix_path_len(const struct sockaddr_un *un, socklen_t len)
+size_t bs_addr_unix_path_len(const struct sockaddr_un *un, socklen_t len)
 {
 	size_t max = (size_t)len - offsetof(struct sockaddr_un, sun_path);
 	if (max > sizeof un->sun_path)
@@ -103,7 +101,7 @@ uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len)
 	}
 	case BS_ADDR_UNIX: {
 		const struct sockaddr_un *un = (const void *)addr;
-		size_t n = unix_path_len(un, len);
+		size_t n = bs_addr_unix_path_len(un, len);
 		uint64_t h = hash_bytes((const unsigned char *)un->sun_path, n, 0x756e6978);
 		return TAG_UNIX | (h & LOW60);
 	}
@@ -257,7 +255,7 @@ size_t bs_addr_format(const struct sockaddr *addr, socklen_t len, char *buf,
 	}
 	case BS_ADDR_UNIX: {
 		const struct sockaddr_un *un = (const void *)addr;
-		size_t n = unix_path_len(un, len);
+		size_t n = bs_addr_unix_path_len(un, len);
 		put_s(&o, "unix:");
 		for (size_t i = 0; i < n; i++) {
 			char c = un->sun_path[i];

@@ -93,6 +93,12 @@ static inline uint64_t bs_addr_v4_key(const struct sockaddr *addr, socklen_t len
  * is not an IPv4 one. */
 int bs_addr_of_v4_key(uint64_t key, struct sockaddr_in *out);
 
+/* Length of a unix path inside the address: up to the first NUL for a
+ * filesystem path, the whole remainder for an abstract name (a NUL first,
+ * which bs_addr_format and [dest unix:@name] write as '@'). */
+struct sockaddr_un;
+size_t bs_addr_unix_path_len(const struct sockaddr_un *un, socklen_t len);
+
 /* "127.0.0.1:5432", "[::1]:6379", "unix:/run/x.sock", "unix:@abstract".
  * Always NUL-terminated; truncated to cap. Returns the length written. */
 size_t bs_addr_format(const struct sockaddr *addr, socklen_t len, char *buf,

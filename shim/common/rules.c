@@ -220,10 +220,12 @@ int bs_spec_score(const struct bs_spec *s, const struct sockaddr *sa, socklen_t 
 		if (bs_addr_kind(sa, len) != BS_ADDR_UNIX)
 			return -1;
 		const struct sockaddr_un *un = (const void *)sa;
-		size_t max = (size_t)len - offsetof(struct sockaddr_un, sun_path), n = 0;
-		while (n < max && n < sizeof un->sun_path && un->sun_path[n])
-			n++;
-		return hash(un->sun_path, (unsigned)n, 0) == s->hash ? 5000 : -1;
+		char path[sizeof un->sun_path];
+		size_t n = bs_addr_unix_path_len(un, len);
+		memcpy(path, un->sun_path, n);
+		if (n && !path[0])
+			path[0] = '@'; /* an abstract name, as its text shows it */
+		return hash(path, (unsigned)n, 0) == s->hash ? 5000 : -1;
 	}
 	int fam;
 	unsigned char a[16];

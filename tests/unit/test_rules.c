@@ -119,6 +119,13 @@ static void test_names_and_unix(void **state)
 	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, sizeof un, NULL, NULL) > 0);
 	strcpy(un.sun_path, "/run/other.sock");
 	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, sizeof un, NULL, NULL) < 0);
+	/* an abstract name, written as status shows it: unix:@name */
+	socklen_t abstract_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 4);
+	memcpy(un.sun_path, "\0app", 4);
+	assert_int_equal(bs_spec_parse("unix:@app", &s, &why), 0);
+	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, abstract_len, NULL, NULL) > 0);
+	assert_true(bs_spec_score(&s, (struct sockaddr *)&un, abstract_len - 1, NULL, NULL) < 0);
+	assert_int_equal(bs_spec_parse("unix:", &s, &why), -1);
 }
 
 /* [dest NAME:*] and name lookups (getaddrinfo's pseudo-addresses) */
