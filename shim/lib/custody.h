@@ -26,8 +26,6 @@
 #ifndef BS_CUSTODY_H
 #define BS_CUSTODY_H
 
-#include <stdint.h>
-
 /* This process is the fd table's owner from now on (initialisation, and a
  * fork child's atfork handler). */
 void bs_custody_start(void);

@@ -6,7 +6,6 @@
 #define BS_FASTOPEN_H
 
 #include "config.h"
-#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 

@@ -3,7 +3,6 @@
 #include "real.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
