@@ -110,11 +110,6 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 	return r;
 }
 
-static int send_error(int err)
-{
-	return read_reset(err) || err == EHOSTUNREACH;
-}
-
 /* What a send-side call on a connected fd (state st) showed (r: what it
  * returned, or -errno): on probation, a send that went through may prove
  * it healthy (healthy_after); a send error may be a failure (outcome.c). */
@@ -123,7 +118,7 @@ static ssize_t send_seen(const struct bs_config *cfg, int fd, unsigned st, ssize
 	if (r >= 0) {
 		if (st == BS_FD_PROBATION)
 			bs_outcome_sent(cfg, fd);
-	} else if (send_error((int)-r)) {
+	} else if (read_reset((int)-r) || r == -EHOSTUNREACH) {
 		bs_outcome_send_error(cfg, fd, (int)-r);
 	}
 	return r;
