@@ -34,10 +34,8 @@ BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo 
 	uint64_t now = bs_now();
 	/* a single address leaves nowhere else to go; with no service named,
 	 * the program connects each address to a port of its own (libuv) */
-	if (n >= 2 && svc)
-		bs_res_add(bs_res(), keys, n, now, 0, 0);
-	else if (n >= 2)
-		bs_res_add(bs_res(), hosts, n, now, 0, 1);
+	if (n >= 2)
+		bs_res_add(bs_res(), svc ? keys : hosts, n, now, 0, !svc);
 	const struct bs_rules *rules = cfg->rules;
 	if (n && node && rules && rules->n) /* for [dest name:port] sections */
 		bs_res_add(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)), 0);
