@@ -38,7 +38,7 @@ static uint64_t g_seed;
 static _Atomic uint64_t g_draws;
 
 /* Config problems are counted at load and told in one line where the log
- * goes (tell_problems); `backoffshim check-config` lists them. */
+ * goes (init); `backoffshim check-config` lists them. */
 static unsigned g_nproblems;
 static int g_env_problems; /* one of them came from a variable */
 /* Why the log file could not be used: found only here, at load (a FIFO
@@ -103,15 +103,6 @@ static const char *config_file(void)
 	if (!cfg || !*cfg)
 		cfg = access(BS_DEFAULT_CONFIG, F_OK) == 0 ? BS_DEFAULT_CONFIG : NULL;
 	return cfg;
-}
-
-/* The one line about the config's problems, if any, where the log goes:
- * how many, the command that lists them, and why the log file is not
- * used (which that command cannot see from here). */
-static void tell_problems(void)
-{
-	if (g_nproblems)
-		bs_config_tell_problems(g_nproblems, g_env_problems, config_file(), g_log_problem);
 }
 
 /* The log file's directory is sticky and world-writable (like /tmp): anyone
@@ -323,7 +314,8 @@ __attribute__((constructor)) static void init(void)
 		bs_config_check_env_names(environ, report, NULL);
 	open_log();
 	set_log_style();
-	tell_problems();
+	if (g_nproblems)
+		bs_config_tell_problems(g_nproblems, g_env_problems, config_file(), g_log_problem);
 	if (g_cfg.seed_set) {
 		g_seed = g_cfg.seed;
 	} else {
