@@ -165,7 +165,6 @@ BS_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const 
 }
 
 /* _FORTIFY_SOURCE builds call these; the size check is libc's own. */
-extern void __chk_fail(void) __attribute__((noreturn));
 BS_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
 {
 	if (fdslen / sizeof *fds < n)

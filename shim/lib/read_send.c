@@ -282,7 +282,6 @@ BS_API ssize_t recvmsg(int fd, struct msghdr *m, int f) { FAST(recvmsg, (fd, m, 
 
 /* _FORTIFY_SOURCE builds call these instead; a failed size check ends the
  * program exactly as libc's own would. */
-extern void __chk_fail(void) __attribute__((noreturn));
 BS_API ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
 {
 	if (n > bl)

@@ -45,8 +45,9 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-/* glibc declares it only for _FORTIFY_SOURCE builds */
+/* glibc declares them only for _FORTIFY_SOURCE builds */
 void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+void __chk_fail(void) __attribute__((noreturn));
 
 /* The mark of a definition of an interposed (exported) name; everything
  * else is hidden (-fvisibility=hidden) and the version script hides the
