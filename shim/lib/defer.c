@@ -115,7 +115,7 @@ uint64_t bs_defer_run(uint64_t now)
 {
 	struct bs_fdtab *t = bs_fds();
 	if (!bs_fd_any_parked(t) || !bs_custody_here())
-		return BS_DEFER_NEVER;
+		return BS_TIMEOUT_NONE;
 	uint64_t next = now + BS_DEFER_RECHECK;
 	int parked = 0;
 	unsigned high = atomic_load(&t->high);
@@ -124,7 +124,7 @@ uint64_t bs_defer_run(uint64_t now)
 		if (atomic_load_explicit(&s->state, memory_order_relaxed) == BS_FD_PARKED)
 			parked += run_fd((int)fd, s, now, &next) == BS_FD_PARKED;
 	}
-	return parked ? next : BS_DEFER_NEVER;
+	return parked ? next : BS_TIMEOUT_NONE;
 }
 
 enum bs_screen bs_defer_screen(int fd)

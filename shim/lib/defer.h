@@ -21,14 +21,12 @@
 /* A readiness call that holds parked sockets wakes at least this often to
  * re-check their destinations (a success elsewhere releases them). */
 #define BS_DEFER_RECHECK (200 * BS_NS_PER_MS)
-/* No parked socket is due: bs_defer_run() returns this. */
-#define BS_DEFER_NEVER BS_TIMEOUT_NONE
 
 /* Give every parked socket of the process that is due its next attempt
  * (reconnect it), or its end (budget spent: the last error becomes owed
  * and the socket is back in its epoll set). Returns the earliest time (ns)
  * at which a parked socket needs looking at again, capped at
- * now + BS_DEFER_RECHECK, or BS_DEFER_NEVER if none is parked. */
+ * now + BS_DEFER_RECHECK, or BS_TIMEOUT_NONE if none is parked. */
 uint64_t bs_defer_run(uint64_t now);
 
 /* The same for one parked socket (a call that touches it). Returns its

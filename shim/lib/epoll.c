@@ -85,7 +85,7 @@ BS_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 struct call {
 	int epfd, max;
 	struct epoll_event *ev;
-	uint64_t deadline; /* the program's, BS_DEFER_NEVER for none */
+	uint64_t deadline; /* the program's, BS_TIMEOUT_NONE for none */
 	const sigset_t *mask;
 	int kind; /* 0 epoll_wait, 1 epoll_pwait, 2 epoll_pwait2 */
 };

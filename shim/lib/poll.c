@@ -28,7 +28,7 @@
 struct call {
 	struct pollfd *fds;
 	nfds_t n;
-	uint64_t deadline; /* the program's, BS_DEFER_NEVER for none */
+	uint64_t deadline; /* the program's, BS_TIMEOUT_NONE for none */
 	const sigset_t *mask;
 	int is_ppoll;
 	struct pollfd *copy; /* POLL_COPY entries on the stack */
@@ -94,10 +94,10 @@ static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 {
 	struct call *c = call;
 	struct pollfd *set = c->fds;
-	if (wake != BS_DEFER_NEVER) {
+	if (wake != BS_TIMEOUT_NONE) {
 		set = c->copy;
 		if (!hide_parked(c, set))
-			wake = BS_DEFER_NEVER; /* none of the program's: its own timeout */
+			wake = BS_TIMEOUT_NONE; /* none of the program's: its own timeout */
 	}
 	int r = real_wait(c, set, bs_defer_round_wait(now, c->deadline, wake));
 	return r < 0 ? r : report(c, set);

@@ -31,7 +31,7 @@ struct call {
 	int n;
 	fd_set *set[3];     /* the program's (any may be NULL) */
 	struct sets asked;  /* what the program asked, kept for every round */
-	uint64_t deadline;  /* the program's, BS_DEFER_NEVER for none */
+	uint64_t deadline;  /* the program's, BS_TIMEOUT_NONE for none */
 	const sigset_t *mask;
 	int is_pselect;
 };
@@ -105,7 +105,7 @@ static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 	struct call *c = call;
 	struct sets got;
 	if (!hide_parked(c, &got))
-		wake = BS_DEFER_NEVER; /* none of the program's: its own timeout */
+		wake = BS_TIMEOUT_NONE; /* none of the program's: its own timeout */
 	int r = real_wait(c, &got, bs_defer_round_wait(now, c->deadline, wake));
 	if (r >= 0)
 		r = screen(c, &got);
