@@ -74,13 +74,19 @@ def test_node_happy_eyeballs_moves_on_at_once():
     with HttpServer(free_port(), host="127.0.0.1") as srv:
         cmd = ["node", "-e", NODE_HAPPY_EYEBALLS, "--", str(srv.port)]
         plain = _in_private_hosts(cmd, base_env())
-        shim = _in_private_hosts(cmd, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s"))
-    check(plain[0] == 0 and shim[0] == 0, "node: %r / %r" % (plain, shim))
+        # twice, each with a table of its own: a delay the shim adds comes
+        # back at the same connect, a loaded machine's stall does not
+        shim = [_in_private_hosts(cmd, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s"))
+                for _ in range(2)]
+    check(plain[0] == 0 and all(r[0] == 0 for r in shim), "node: %r / %r" % (plain, shim))
     t0 = [float(x) for x in plain[1].split()]
-    t1 = [float(x) for x in shim[1].split()]
-    check(len(t0) == len(t1) == 10, "ten times each: %r %r" % (plain[1], shim[1]))
-    for i, (a, b) in enumerate(zip(t0, t1)):
-        check_not_delayed("node's connect %d" % (i + 1), a, b, wait=0.25)
+    runs = [[float(x) for x in r[1].split()] for r in shim]
+    check(len(t0) == 10 and all(len(r) == 10 for r in runs),
+          "ten times each: %r %r" % (plain[1], [r[1] for r in shim]))
+    for i, a in enumerate(t0):
+        check_not_delayed("node's connect %d (the better of two runs: %s)"
+                          % (i + 1, ", ".join("%.3f" % r[i] for r in runs)),
+                          a, min(r[i] for r in runs), wait=0.25)
 
 
 def test_psql_walking_its_host_list_and_the_dest_setting_that_restores_it():
