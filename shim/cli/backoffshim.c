@@ -3,6 +3,7 @@
 
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage_text[] =
@@ -101,6 +102,12 @@ void bs_cli_dur(uint64_t ns, char *buf, size_t cap)
 			frac[--len] = '\0';
 	}
 	snprintf(buf, cap, "%llu%s%s", (unsigned long long)ip, frac, u[i].name);
+}
+
+const char *bs_cli_getenv(void *ctx, const char *name)
+{
+	(void)ctx;
+	return getenv(name);
 }
 
 void bs_cli_printable(FILE *f, const char *s, size_t max)

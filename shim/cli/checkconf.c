@@ -4,7 +4,6 @@
 #include "util.h"
 
 #include <getopt.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -110,12 +109,6 @@ static void check_paths(const struct bs_config *c, const char *origin, unsigned 
 		check_dir_of(origin, "shared", c->shared, problems);
 }
 
-static const char *get_env(void *ctx, const char *name)
-{
-	(void)ctx;
-	return getenv(name);
-}
-
 /* One FILE over the defaults; its problems counted in *problems. */
 static void check_file(const char *path, unsigned *problems)
 {
@@ -139,7 +132,7 @@ static void check_env(unsigned *problems)
 	bs_config_defaults(&cfg);
 	rules.n = 0;
 	cfg.rules = &rules;
-	bs_config_load_vars(&cfg, get_env, report, problems);
+	bs_config_load_vars(&cfg, bs_cli_getenv, report, problems);
 	bs_config_finish(&cfg);
 	bs_config_check(&cfg, "environment", report, problems);
 	check_paths(&cfg, "environment", problems);

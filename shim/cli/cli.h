@@ -63,6 +63,9 @@ int bs_cli_bad_option(const char *sub, int ret, char **argv);
  * "409.6ms"; at most 3 decimals (rounded). buf needs 32 bytes. */
 void bs_cli_dur(uint64_t ns, char *buf, size_t cap);
 
+/* getenv as a bs_config_getenv_fn (ctx unused). */
+const char *bs_cli_getenv(void *ctx, const char *name);
+
 /* s with control and non-ASCII bytes as '?', cut at max bytes ("..."). */
 void bs_cli_printable(FILE *f, const char *s, size_t max);
 

@@ -382,12 +382,6 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	p->env |= !strncmp(origin, "BACKOFFSHIM_", 12);
 }
 
-static const char *get_env(void *ctx, const char *name)
-{
-	(void)ctx;
-	return getenv(name);
-}
-
 static void setup_log(const struct bs_config *c, const char *cmd)
 {
 	struct bs_log_style st = {.json = c->log_json};
@@ -406,7 +400,7 @@ static int run_seccomp(char **argv)
 	static struct bs_config cfg;
 	static struct bs_rules rules;
 	struct problems p = {0, 0};
-	bs_config_load_rules(&cfg, &rules, get_env, bs_read_file_libc, report, &p);
+	bs_config_load_rules(&cfg, &rules, bs_cli_getenv, bs_read_file_libc, report, &p);
 	bs_config_check_env_names(environ, report, &p);
 	setup_log(&cfg, argv[0]);
 	if (p.n) {

@@ -168,12 +168,6 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 	return -1;
 }
 
-static const char *get_env(void *ctx, const char *name)
-{
-	(void)ctx;
-	return getenv(name);
-}
-
 static void quiet(void *ctx, const char *origin, unsigned line, const char *key,
 		  const char *value, const char *why)
 {
@@ -193,7 +187,7 @@ struct where {
 static int locate(const struct opts *o, struct where *w)
 {
 	static struct bs_rules rules;
-	bs_config_load_rules(&w->cfg, &rules, get_env, bs_read_file_libc, quiet, NULL);
+	bs_config_load_rules(&w->cfg, &rules, bs_cli_getenv, bs_read_file_libc, quiet, NULL);
 	w->owner = geteuid();
 	w->named = o->table || o->user;
 	const char *name = w->cfg.shared[0] == '/' ? w->cfg.shared : "";
