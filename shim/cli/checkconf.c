@@ -1,14 +1,11 @@
 /* backoffshim check-config: every problem of an INI file, one per line. */
 #include "cli.h"
 #include "readfile.h"
-#include "util.h"
 
 #include <getopt.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-extern char **environ;
 
 static const char help_text[] =
 	"Usage: backoffshim check-config [--env] [FILE...]\n"

@@ -11,8 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define MAX_ROWS 100000
 
 static const char help_text[] =
