@@ -106,34 +106,27 @@ static void check_paths(const struct bs_config *c, const char *origin, unsigned 
 		check_dir_of(origin, "shared", c->shared, problems);
 }
 
-/* One FILE over the defaults; its problems counted in *problems. */
-static void check_file(const char *path, unsigned *problems)
-{
-	static struct bs_rules rules; /* [dest ...] sections are read too */
-	struct bs_config cfg;
-	bs_config_defaults(&cfg);
-	rules.n = 0;
-	cfg.rules = &rules;
-	if (bs_config_load_file(&cfg, path, bs_read_file_libc, report, problems) == 0) {
-		bs_config_finish(&cfg);
-		bs_config_check(&cfg, path, report, problems);
-		check_paths(&cfg, path, problems);
-	}
-}
-
-/* The variables over the defaults, and the names no one reads. */
-static void check_env(unsigned *problems)
+/* One FILE, or the variables (path NULL) and the names no one reads,
+ * over the defaults ([dest ...] sections are read too): its problems. */
+static unsigned check(const char *path)
 {
 	static struct bs_rules rules;
 	struct bs_config cfg;
+	unsigned problems = 0;
+	const char *origin = path ? path : "environment";
 	bs_config_defaults(&cfg);
 	rules.n = 0;
 	cfg.rules = &rules;
-	bs_config_load_vars(&cfg, bs_cli_getenv, report, problems);
+	if (!path)
+		bs_config_load_vars(&cfg, bs_cli_getenv, report, &problems);
+	else if (bs_config_load_file(&cfg, path, bs_read_file_libc, report, &problems) != 0)
+		return problems;
 	bs_config_finish(&cfg);
-	bs_config_check(&cfg, "environment", report, problems);
-	check_paths(&cfg, "environment", problems);
-	bs_config_check_env_names(environ, report, problems);
+	bs_config_check(&cfg, origin, report, &problems);
+	check_paths(&cfg, origin, &problems);
+	if (!path)
+		bs_config_check_env_names(environ, report, &problems);
+	return problems;
 }
 
 int bs_cmd_check_config(int argc, char **argv)
@@ -157,19 +150,12 @@ int bs_cmd_check_config(int argc, char **argv)
 	if (optind >= argc && !env)
 		return bs_cli_usage("check-config", "missing the file to check (or --env)");
 	int status = 0;
-	for (int i = optind; i <= argc; i++) {
-		const char *name = i < argc ? argv[i] : "environment";
-		unsigned problems = 0;
-		if (i < argc)
-			check_file(argv[i], &problems);
-		else if (env)
-			check_env(&problems);
-		else
-			break;
-		if (problems) {
+	for (int i = optind; i < argc + env; i++) { /* --env: the variables last */
+		const char *path = i < argc ? argv[i] : NULL;
+		if (check(path)) {
 			status = 1;
 		} else {
-			put_escaped(name, 1000);
+			put_escaped(path ? path : "environment", 1000);
 			puts(": ok");
 		}
 	}
