@@ -366,19 +366,13 @@ static void print_text(const struct row *r, unsigned n, unsigned max)
 	       "FAILED", "WAITS", "WAITED", "GAVE UP");
 	for (unsigned i = 0; i < n && i < max; i++) {
 		char next[32], age[32];
-		if (r[i].probation)
-			snprintf(next, sizeof next, "probation");
-		else if (r[i].idle)
-			snprintf(next, sizeof next, "idle");
-		else
-			snprintf(next, sizeof next, "%.1fs", r[i].next_in);
-		if (r[i].last_age < 0)
-			snprintf(age, sizeof age, "-");
-		else
-			snprintf(age, sizeof age, "%.1fs ago", r[i].last_age);
+		snprintf(next, sizeof next, "%.1fs", r[i].next_in);
+		snprintf(age, sizeof age, "%.1fs ago", r[i].last_age);
 		printf("%-28s %8u %-13s %10s %7u %5u %10s %8u %8u %6u %8.1fs %7u\n", r[i].dest,
-		       r[i].failures, err_name(r[i].last_err), next, r[i].waiting, r[i].procs, age,
-		       r[i].attempts, r[i].fails, r[i].waits, r[i].waited, r[i].giveups);
+		       r[i].failures, err_name(r[i].last_err),
+		       r[i].probation ? "probation" : r[i].idle ? "idle" : next, r[i].waiting,
+		       r[i].procs, r[i].last_age < 0 ? "-" : age, r[i].attempts, r[i].fails,
+		       r[i].waits, r[i].waited, r[i].giveups);
 	}
 	if (n > max)
 		printf("... and %u more\n", n - max);
@@ -515,8 +509,8 @@ static void each_table(void (*f)(int id, const struct shmid_ds *ds, void *ctx), 
 
 static void name_other(int id, const struct shmid_ds *ds, void *ctx)
 {
-	(void)id;
-	if (ds->shm_perm.uid == *(uid_t *)ctx)
+	(void)id, (void)ctx;
+	if (ds->shm_perm.uid == geteuid())
 		return;
 	struct passwd *pw = getpwuid(ds->shm_perm.uid);
 	if (pw)
@@ -580,10 +574,8 @@ static int show(const struct opts *o, const struct where *w, unsigned max_rows)
 		print_prometheus(rows, n, &lb);
 	else
 		print_text(rows, n, max_rows);
-	if (o->format == TEXT && geteuid() == 0 && !o->user && !o->table) {
-		uid_t me = 0;
-		each_table(name_other, &me);
-	}
+	if (o->format == TEXT && geteuid() == 0 && !o->user && !o->table)
+		each_table(name_other, NULL);
 	unsigned bad = t ? damaged_slots(t) : 0;
 	if (t)
 		shmdt((char *)t - BS_SHTAB_OFFSET);
