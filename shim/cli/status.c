@@ -258,6 +258,7 @@ static struct bs_table *attach_table(const struct where *w, int writable, int re
 /* One destination's row, read once from the (untrusted) table. */
 struct row {
 	char dest[128];
+	uint64_t key; /* the slot's, checked: what reset DEST matches */
 	uint32_t failures, waiting, procs, attempts, fails, waits, giveups;
 	int probation, last_err, idle;
 	double next_in, last_age, waited;
@@ -319,6 +320,7 @@ static int read_row(const struct bs_table *t, unsigned i, uint64_t now, double w
 		return 0;
 	uint64_t next = bs_state_next_at(s), at = atomic_load(&e->attempt_at);
 	uint64_t quiet = next > at ? next : at;
+	r->key = k;
 	r->failures = bs_state_failures(s);
 	r->probation = (s & BS_PROBATION) != 0;
 	r->last_err = (int)atomic_load(&e->last_err);
@@ -713,9 +715,7 @@ int bs_cmd_reset(int argc, char **argv)
 	uint64_t now = bs_now();
 	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
 		struct row r;
-		uint64_t k;
-		if (!read_row(t, i, now, 0, UINT64_MAX, -1, &r) || !bs_table_slot_valid(t, i, &k) ||
-		    (o.dest && k != key))
+		if (!read_row(t, i, now, 0, UINT64_MAX, -1, &r) || (o.dest && r.key != key))
 			continue;
 		bs_entry_reset(&t->entries[i]); /* and wake every waiter */
 		syscall(SYS_futex, &t->entries[i].seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
