@@ -36,11 +36,13 @@ static const char help_text[] =
 	"\n"
 	"Exit status: 0 if no file has a problem; 1 otherwise; 2 on a usage error.\n";
 
-/* Outside text as the library writes it: control bytes, DEL and bytes
- * >= 0x80 as \xHH, a backslash as \\; at most max bytes, "..." when cut. */
-static void put_escaped(const char *s, size_t max)
+/* before, then s as the library writes outside text: control bytes, DEL
+ * and bytes >= 0x80 as \xHH, a backslash as \\; at most max bytes, "..."
+ * when cut; then after. */
+static void put_escaped(const char *before, const char *s, size_t max, const char *after)
 {
 	size_t i;
+	fputs(before, stdout);
 	for (i = 0; s[i] && i < max; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '\\')
@@ -52,6 +54,7 @@ static void put_escaped(const char *s, size_t max)
 	}
 	if (s[i])
 		fputs("...", stdout);
+	fputs(after, stdout);
 }
 
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
@@ -59,29 +62,19 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 {
 	unsigned *n = ctx;
 	(*n)++;
-	put_escaped(origin, 1000);
+	put_escaped("", origin, 1000, "");
 	if (line)
 		printf(":%u", line);
 	if (key) {
-		fputs(": ", stdout);
-		put_escaped(key, 60);
-		if (value) { /* the bad entry, as the library's line shows it */
-			fputs(" = \"", stdout);
-			put_escaped(value, 60);
-			fputs("\"", stdout);
-		}
+		put_escaped(": ", key, 60, "");
+		if (value) /* the bad entry, as the library's line shows it */
+			put_escaped(" = \"", value, 60, "\"");
 	} else if (value && line) { /* a [dest ...] section header */
-		fputs(": [dest ", stdout);
-		put_escaped(value, 100);
-		fputs("]", stdout);
+		put_escaped(": [dest ", value, 100, "]");
 	} else if (value) { /* a variable's value */
-		fputs("=\"", stdout);
-		put_escaped(value, 60);
-		fputs("\"", stdout);
+		put_escaped("=\"", value, 60, "\"");
 	}
-	fputs(": ", stdout);
-	put_escaped(why, 1000); /* may quote an earlier section's spec */
-	putchar('\n');
+	put_escaped(": ", why, 1000, "\n"); /* may quote an earlier section's spec */
 }
 
 /* A path setting whose directory is missing: the library would fall back
@@ -155,8 +148,7 @@ int bs_cmd_check_config(int argc, char **argv)
 		if (check(path)) {
 			status = 1;
 		} else {
-			put_escaped(path ? path : "environment", 1000);
-			puts(": ok");
+			put_escaped("", path ? path : "environment", 1000, ": ok\n");
 		}
 	}
 	return status;
