@@ -82,10 +82,8 @@ static void retry_keys(FILE *f, const struct bs_config *c)
 	const struct bs_policy *p = &c->policy;
 	key_dur(f, "min_connect_timeout", p->min_connect_timeout,
 		" (least time a retried attempt gets)");
-	if (c->max_attempts)
-		fprintf(f, "  %-20s = %u (per connect() call)\n", "max_attempts", c->max_attempts);
-	else
-		fprintf(f, "  %-20s = 0 (unlimited)\n", "max_attempts");
+	fprintf(f, "  %-20s = %u%s\n", "max_attempts", c->max_attempts,
+		c->max_attempts ? " (per connect() call)" : " (unlimited)");
 	key_dur(f, "max_elapsed", c->max_elapsed,
 		c->max_elapsed ? " (per connect() call)" : " (unlimited)");
 	key_errs(f, c);
