@@ -179,7 +179,6 @@ static void quiet(void *ctx, const char *origin, unsigned line, const char *key,
 struct where {
 	int key;
 	uid_t owner;
-	int named; /* --table or --user: its absence is an error */
 	struct bs_config cfg;
 	char name[300];
 };
@@ -189,7 +188,6 @@ static int locate(const struct opts *o, struct where *w)
 	static struct bs_rules rules;
 	bs_config_load_rules(&w->cfg, &rules, bs_cli_getenv, bs_read_file_libc, quiet, NULL);
 	w->owner = geteuid();
-	w->named = o->table || o->user;
 	const char *name = w->cfg.shared[0] == '/' ? w->cfg.shared : "";
 	if (o->table) {
 		name = strcmp(o->table, "user") ? o->table : "";
@@ -546,7 +544,7 @@ static int show(const struct opts *o, const struct where *w, unsigned max_rows)
 {
 	int absent, damaged;
 	struct bs_table *t = attach_table(w, 0, 0, &absent, &damaged);
-	if (!t && (!absent || w->named)) {
+	if (!t && (!absent || o->table || o->user)) { /* a table named must exist */
 		if (absent)
 			fprintf(stderr, "backoffshim: no table %s%s%s: no process has failed a "
 					"connect with it\n", w->name, o->user ? " of user " : "",
