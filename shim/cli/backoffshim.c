@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 	};
 	int c;
 	bs_cli_argv0 = argv[0];
-	opterr = 0;
+	opterr = 0; /* errors are ours to word, here and in every subcommand */
 	while ((c = getopt_long(argc, argv, "+:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':

@@ -130,7 +130,6 @@ int bs_cmd_check_config(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int c, env = 0;
-	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(help_text, stdout);

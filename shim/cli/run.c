@@ -440,7 +440,6 @@ static int run_main(int argc, char **argv)
 	longopts[BS_CLI_SETTINGS + 2] = (struct option){"help", no_argument, NULL, 'h'};
 	longopts[BS_CLI_SETTINGS + 3] = (struct option){NULL, 0, NULL, 0};
 	int c;
-	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		if (c >= BS_CLI_OPT_SETTING && c < OPT_CONFIG) {
 			if (bs_cli_take_setting("run", c, optarg))

@@ -182,7 +182,6 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 	memcpy(longopts + BS_CLI_SETTINGS, fixed, sizeof fixed);
 	const char *why;
 	int c;
-	opterr = 0;
 	/* (a run line's "[--] CMD ARGS..." is allowed, as run takes it, and not run) */
 	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
 		switch (c) {
