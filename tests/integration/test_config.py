@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 from lib import (BUILD, ROOT, SynSniffer, base_env, check, check_gaps, free_port, prog, run,
-                 shim_env, SLACK)
+                 shim_env, slack)
 
 HOST_PROG = [sys.executable, "-c", "import sys; print('out'); sys.stderr.write('err\\n'); sys.exit(7)"]
 LINE = re.compile(r"^backoffshim\[\d+\](?: [^ :]+)?: config: ")
@@ -109,7 +109,7 @@ def test_ini_then_env_precedence():
                 sn.wait_for(3, 0.3)
                 g = sn.gaps()
             check(len(g) == 1, "max_attempts=2 from the file: gaps %r" % g)
-            check(abs(g[0] - expect) <= SLACK, "first wait %.3f, expected %.3f" % (g[0], expect))
+            check(abs(g[0] - expect) <= slack(), "first wait %.3f, expected %.3f" % (g[0], expect))
     finally:
         os.unlink(path)
 

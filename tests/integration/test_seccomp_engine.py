@@ -31,7 +31,8 @@ import time
 
 import lib
 from lib import (BUILD, SO, Acceptor, LineReader, Server, TestFailure, TestSkip, base_env, check,
-                 check_not_delayed, finish, free_port, ms_of, new_table, prog, run, spawn)
+                 check_not_delayed, finish, free_port, ms_of, new_table, prog, run, slack,
+                 spawn)
 from servers import BODY
 
 CLI = os.path.join(BUILD, "backoffshim")
@@ -39,9 +40,13 @@ GO = os.path.join(BUILD, "go")
 STATIC = os.path.join(BUILD, "static")
 
 # The scaled schedule (seconds): first wait, growth, cap, jitter; and the
-# slack of a gap check (the supervisor's timers, the sniffer's thread).
+# slack of a gap check (the supervisor's timers, the sniffer's thread; and
+# lib.slack(), the machine's lateness now).
 INITIAL, MULT, MAXB, JITTER = 0.2, 1.6, 0.8, 0.2
-SLACK = 0.06
+
+
+def gap_slack():
+    return 0.03 + slack()
 
 
 class SynSniffer(lib.SynSniffer):
@@ -133,14 +138,14 @@ def check_schedule(times, what, initial=INITIAL, maxb=MAXB, jitter=JITTER):
     check(gaps, "%s: no gaps to check (%d SYNs)" % (what, len(times)))
     for i, (g, e) in enumerate(zip(gaps, waits(len(gaps), initial, maxb))):
         j = 0 if i == 0 else jitter
-        lo, hi = (1 - j) * e - SLACK, (1 + j) * e + SLACK
+        lo, hi = (1 - j) * e - gap_slack(), (1 + j) * e + gap_slack()
         check(lo <= g <= hi, "%s: gap %d = %.3fs outside [%.3f, %.3f] (all: %s)" % (
             what, i + 1, g, lo, hi, ", ".join("%.3f" % x for x in gaps)))
 
 
 def least_wait(n, initial=INITIAL, maxb=MAXB, jitter=JITTER):
     """The shortest time n scheduled waits can take."""
-    return sum((1 - (0 if i == 0 else jitter)) * e - SLACK
+    return sum((1 - (0 if i == 0 else jitter)) * e - gap_slack()
                for i, e in enumerate(waits(n, initial, maxb)))
 
 
@@ -409,7 +414,7 @@ def test_go_dialtimeout_dead_port_own_timeout_wins():
             check(line is not None, "DialTimeout under the engine: no error line: %r" % lr.lines)
             n = sn.settled_count()
             # the next attempt would have come within one wait: none comes
-            later = sn.wait_for(n + 1, (1 + JITTER) * MAXB + SLACK)
+            later = sn.wait_for(n + 1, (1 + JITTER) * MAXB + gap_slack())
             p.stdin.write("x\n")
             p.stdin.flush()
             rc, lines, err = lr.finish(10)

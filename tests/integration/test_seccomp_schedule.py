@@ -7,7 +7,7 @@ import os
 import time
 
 from lib import (BUILD, SynSniffer, Server, TestSkip, base_env, check, finish, free_port,
-                 prog, run, shim_env, spawn)
+                 prog, run, shim_env, slack, spawn)
 
 CLI = os.path.join(BUILD, "backoffshim")
 CSTATIC = os.path.join(BUILD, "static", "cstatic")
@@ -95,7 +95,7 @@ def test_a_go_program_and_a_preloaded_one_share_one_schedule():
             rc_go, out_go, err_go = finish(go, 10)
             rc_c, out_c, err_c = finish(c, 10)
     gaps = [b - a for a, b in zip(after, after[1:])]
-    check(all(g >= 0.8 * 0.2 - 0.03 for g in gaps),
+    check(all(g >= 0.8 * 0.2 - slack() for g in gaps),
           "two schedules, not one: SYN gaps %s after the second program joined"
           % ", ".join("%.3f" % g for g in gaps))
     check(rc_go == 0 and out_go.startswith("connected"), "go: rc=%d %r %r" % (rc_go, out_go, err_go))

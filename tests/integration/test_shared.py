@@ -14,7 +14,8 @@ import time
 
 import sysv
 from lib import (BUILD, FullQueue, LineReader, Server, SynSniffer, TestSkip, base_env, check,
-                 finish, free_port, need_root, new_table, prog, run, shim_env, spawn)
+                 finish, free_port, need_root, new_table, prog, run, shim_env, slack,
+                 spawn)
 
 CLI = os.path.join(BUILD, "backoffshim")
 QUICK = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s",
@@ -58,7 +59,7 @@ def test_a_restart_loop_is_paced_to_one_attempt_per_initial_backoff():
         syns = sn.settled_count()
         gaps = sn.gaps()
     check(syns <= 3 / 0.2 + 2, "%d SYNs from %d runs in 3 s" % (syns, runs))
-    short = [g for g in gaps if g < 0.2 * 0.8 - 0.03]
+    short = [g for g in gaps if g < 0.2 * 0.8 - slack()]
     check(not short, "attempts closer than initial_backoff: %r" % short)
 
 
