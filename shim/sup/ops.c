@@ -719,17 +719,24 @@ static void reap_ring(struct bs_sup *s, int enter)
 /* A pace-mode connect's outcome, read from the duplicate's TCP state (the
  * program reads its own error: nothing is taken from the socket). The
  * watch may see the socket before the program's connect has run (an
- * unconnected socket is writable and hung up): that is no outcome. */
+ * unconnected socket is writable and hung up): that is no outcome. An
+ * outcome stands after the program closed the socket (held: it still has
+ * it); a connect still pending then is let go with our duplicate. */
 /* (the kernel's TCP states, include/net/tcp_states.h) */
 enum { SYN_SENT = 2, CLOSED = 7 };
 #define MAX_LOOKS 500 /* (2 ms apart: a connect not made within 1 s is not watched) */
-static void watched(struct bs_sup *s, struct op *o)
+static void watched(struct bs_sup *s, struct op *o, int held)
 {
 	uint64_t now = bs_now();
 	struct tcp_info ti;
 	socklen_t n = sizeof ti;
 	memset(&ti, 0, sizeof ti);
 	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0) {
+		op_free(s, o);
+		return;
+	}
+	int pending = ti.tcpi_state == SYN_SENT || (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out);
+	if (pending && !held) { /* closed by the program before an outcome: let it go */
 		op_free(s, o);
 		return;
 	}
@@ -771,7 +778,7 @@ void bs_sup_on_event(struct bs_sup *s, uint64_t data)
 	}
 	uint64_t i = data - BS_SUP_EV_OWN;
 	if (i < MAX_OPS && s->ops[i].phase == WATCH)
-		watched(s, &s->ops[i]);
+		watched(s, &s->ops[i], 1);
 }
 
 /* ---- time ---- */
@@ -817,6 +824,10 @@ static void waited(struct bs_sup *s, struct op *o, uint64_t now)
 
 static void turn(struct bs_sup *s, struct op *o, uint64_t now)
 {
+	if (o->phase == WATCH) { /* (its outcome stands after the program's close) */
+		watched(s, o, still_held(o));
+		return;
+	}
 	/* (a thread blocked in a held connect keeps the socket, as the
 	 * kernel's own connect does, whatever another thread closes) */
 	if (!still_held(o) && !(o->notif && still_waiting(s, o->notif))) {
@@ -826,9 +837,6 @@ static void turn(struct bs_sup *s, struct op *o, uint64_t now)
 	switch (o->phase) {
 	case OWED:
 		op_free(s, o); /* (expired) */
-		break;
-	case WATCH:
-		watched(s, o);
 		break;
 	case WAITING:
 		waited(s, o, now);

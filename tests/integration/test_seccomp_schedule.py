@@ -151,6 +151,7 @@ def test_nonblocking_program_is_paced():
     with SynSniffer(port) as sn:
         rc, out, err = run(under("seccomp", cmd), engine_env(**settings), timeout=20)
         syns = sn.settled_count()
+        gaps = sn.gaps()
     check(rc == 0, "engine: rc=%d %r" % (rc, err[-300:]))
     paced = parse(out)
     check(paced["tries"] >= plain["tries"] / 2,
@@ -158,7 +159,8 @@ def test_nonblocking_program_is_paced():
           % (paced["tries"], plain["tries"]))
     check(syns <= library_syns + 3 and syns < plain_syns / 3,
           "%d SYNs in 1.5 s (%d without the engine, %d with the library's pace mode): "
-          "not paced" % (syns, plain_syns, library_syns))
+          "not paced; gaps %s; %r" % (syns, plain_syns, library_syns,
+                                      ", ".join("%.3f" % g for g in gaps), err[-600:]))
     check(paced["longest"] < plain["longest"] + 0.1 and paced["tick"] < plain["tick"] + 0.1,
           "a call or the event loop was held: longest connect %.3fs, loop turn %.3fs "
           "(%.3fs, %.3fs without)" % (paced["longest"], paced["tick"], plain["longest"],
