@@ -393,6 +393,12 @@ void bs_outcome_first_byte(const struct bs_config *cfg, int fd, const struct bs_
 		proved_healthy(fd, d->key);
 }
 
+int bs_outcome_first_byte_calm(int fd)
+{
+	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
+	return s && !in_backoff(atomic_load(&s->key)) && bs_fd_first_byte(s);
+}
+
 void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 			     int err)
 {

@@ -96,6 +96,11 @@ static inline void bs_outcome_new_fd(int fd, int type)
 }
 int bs_outcome_lived(const struct bs_config *cfg, int fd, uint64_t key);
 void bs_outcome_first_byte(const struct bs_config *cfg, int fd, const struct bs_dest *d);
+/* The first byte on fd, whose destination is not backing off (no entry, or
+ * a healthy one: a tag the fast track could not rule out): nothing to
+ * publish, so the slot alone moves (bs_fd_first_byte), with no call to the
+ * kernel; 1 then, or 0: the full path (bs_outcome_first_byte) decides. */
+int bs_outcome_first_byte_calm(int fd);
 void bs_outcome_closed_early(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 			     int err);
 void bs_outcome_send_error(const struct bs_config *cfg, int fd, int err);

@@ -92,6 +92,8 @@ static ssize_t read_done(int fd, unsigned st, ssize_t r)
 		if (r <= 0)
 			return r;
 	}
+	if (r > 0 && bs_outcome_first_byte_calm(fd))
+		return r; /* nothing to publish: the fast track's move */
 	if (!bs_sock_is_stream(fd)) {
 		/* datagrams (and SEQPACKET) never touch a destination's state */
 		bs_outcome_forget(fd);

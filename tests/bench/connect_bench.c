@@ -82,19 +82,30 @@ static __attribute__((noinline)) int connect_once(const struct sockaddr_in *sa)
 	return close(fd);
 }
 
+/* A loopback listener served by `serve`, on the port BENCH_PORT names
+ * (counts.py chooses it: the same for both lengths of a slope) or an
+ * ephemeral one. */
+static void listen_local(struct sockaddr_in *sa, pthread_t *t, void *(*serve)(void *), int *lfd)
+{
+	static const int on = 1;
+	socklen_t len = sizeof *sa;
+	const char *port = getenv("BENCH_PORT");
+	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				   .sin_port = htons(port ? (uint16_t)atoi(port) : 0)};
+	*lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (*lfd < 0 || setsockopt(*lfd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 || bind(*lfd, (struct sockaddr *)sa, sizeof *sa) != 0 ||
+	    listen(*lfd, SOMAXCONN) != 0 || getsockname(*lfd, (struct sockaddr *)sa, &len) != 0)
+		die("listener");
+	if (pthread_create(t, NULL, serve, lfd) != 0)
+		die("pthread_create");
+}
+
 static uint64_t work_connect(long n)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sa;
-	int lfd = socket(AF_INET, SOCK_STREAM, 0);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-	    listen(lfd, SOMAXCONN) != 0 ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &len) != 0)
-		die("listener");
+	struct sockaddr_in sa;
 	pthread_t t;
-	if (pthread_create(&t, NULL, acceptor, &lfd) != 0)
-		die("pthread_create");
+	int lfd;
+	listen_local(&sa, &t, acceptor, &lfd);
 	for (long i = 0; i < n / 20; i++) /* warm-up, untimed */
 		if (connect_once(&sa) != 0)
 			die("connect (warm-up)");
@@ -166,19 +177,6 @@ static __attribute__((noinline)) int request_once(const struct sockaddr_in *sa)
 		return -1;
 	}
 	return close(fd);
-}
-
-/* A loopback listener on an ephemeral port, served by `serve`. */
-static void listen_local(struct sockaddr_in *sa, pthread_t *t, void *(*serve)(void *), int *lfd)
-{
-	socklen_t len = sizeof *sa;
-	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	*lfd = socket(AF_INET, SOCK_STREAM, 0);
-	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)sa, sizeof *sa) != 0 ||
-	    listen(*lfd, SOMAXCONN) != 0 || getsockname(*lfd, (struct sockaddr *)sa, &len) != 0)
-		die("listener");
-	if (pthread_create(t, NULL, serve, lfd) != 0)
-		die("pthread_create");
 }
 
 static uint64_t work_request(long n)

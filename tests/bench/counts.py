@@ -4,9 +4,11 @@ rather than timed (issue 11):
 
   - instructions per operation (valgrind --tool=callgrind, all threads),
     without the shim and with it;
-  - system calls per operation (strace -f -c), without the shim, with it,
-    and with it while the shared table holds a failing destination (another
-    process failed to reach a dead port first).
+  - system calls per operation (strace -f -c), without the shim and with
+    it while the shared table holds about 4 000 failing destinations
+    (other processes failed to reach dead ports first);
+  - system calls per request to a destination that recovered (it failed
+    once, so the table holds its entry, now healthy), with the shim.
 
 Each figure is a slope: the loop is run at two lengths and the difference
 divided by the difference in operations, so start-up (the dynamic loader,
@@ -28,10 +30,12 @@ than with the table holding one (issue 20: "than with an empty table"; the
 table mapped at all costs about 29 more than none, which SHARED_BOUND
 holds): a lookup costs the same at any fill.
 """
+import json
 import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -103,18 +107,61 @@ def slope(a, b, n1, n2):
     return (b - a) / ((n2 - n1) * WARM)
 
 
-def client_added(bench, lib, table, what="connect", inside="connect_once"):
+def client_added(bench, lib, table, what="connect", inside="connect_once", port=None):
     """Instructions the shim adds to the client's side of a loop, inside
     one function of the bench: by default the connect loop's socket,
     connect, setsockopt (not wrapped) and close, to a listener that has
     never failed; ("request", "request_once") the request loop's socket,
-    connect, setsockopt, send, recv and close."""
+    connect, setsockopt, send, recv and close. With `port`, the listener's
+    port, the same for every run (else each run's own ephemeral one)."""
     n1, n2 = 300, 900
-    plain = slope(callgrind(bench, what, n1, worker_env(None, table), inside),
-                  callgrind(bench, what, n2, worker_env(None, table), inside), n1, n2)
-    shim = slope(callgrind(bench, what, n1, worker_env(lib, table), inside),
-                 callgrind(bench, what, n2, worker_env(lib, table), inside), n1, n2)
+
+    def env(l):
+        e = worker_env(l, table)
+        if port:
+            e["BENCH_PORT"] = str(port)
+        return e
+    plain = slope(callgrind(bench, what, n1, env(None), inside),
+                  callgrind(bench, what, n2, env(None), inside), n1, n2)
+    shim = slope(callgrind(bench, what, n1, env(lib), inside),
+                 callgrind(bench, what, n2, env(lib), inside), n1, n2)
     return shim - plain
+
+
+# The fast path's tag test (table.h, addr.h), mirrored: which never-failed
+# destinations a filled table's tags cannot rule out, so that their connects
+# take the full lookup (and the engine's path; no system call more).
+def v4_key(port, addr="127.0.0.1"):
+    """bs_addr_v4_key: sockaddr_in's family, port and address as one
+    little-endian word, shifted right 16, tagged as IPv4."""
+    w = int.from_bytes(struct.pack("<H", socket.AF_INET) + struct.pack(">H", port) +
+                       socket.inet_aton(addr), "little")
+    return (1 << 60) | (w >> 16)
+
+
+def bucket_and_tag(key, buckets_log2=9):
+    """bs_table_bucket and bs_table_tag's bit: Fibonacci hashing."""
+    h = (key * 0x9e3779b97f4a7c15) & (2**64 - 1)
+    return h >> (64 - buckets_log2), (h >> (64 - buckets_log2 - 6)) & 63
+
+
+def free_ports_by_tag(failed_ports, lo=24000, hi=32768):
+    """Free loopback ports in lo..hi: those no failed port's key shares a
+    bucket and tag bit with, and those one does."""
+    taken = {bucket_and_tag(v4_key(p)) for p in failed_ports}
+    clear, shared = [], []
+    for p in range(lo, hi):
+        (shared if bucket_and_tag(v4_key(p)) in taken else clear).append(p)
+    return [p for p in clear if port_free(p)], [p for p in shared if port_free(p)]
+
+
+def port_free(p):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", p))
+            return True
+        except OSError:
+            return False
 
 
 def per_op_syscalls(bench, what, n1, n2, env):
@@ -145,6 +192,36 @@ def fail_many(lib, table, n, first_port=20000):
                        check=True)
     if sysv.find(sysv.key(table)) is None:
         sys.exit("counts: the shared table %s was not created" % table)
+
+
+def recovered_request_syscalls(bench, lib, table):
+    """The request loop's system calls per request, with the shim, to a
+    destination whose entry in the table is healthy: it failed once (a
+    port below the ephemeral range, dead then), then its listener came up.
+    Whether or not the fast track's tag test can rule an entry out, a
+    request to a destination that is not backing off asks the kernel
+    nothing more than without the shim."""
+    port = free_port()
+    fail_many(lib, table, 1, port)
+    env = worker_env(lib, table)
+    cli = worker_env(None, table)
+    cli["BACKOFFSHIM_SHARED"] = table
+    shown = subprocess.run([os.path.join(os.path.dirname(lib), "backoffshim"), "status", "--json"],
+                           env=cli, capture_output=True, text=True, timeout=60)
+    failing = [e for e in json.loads(shown.stdout or "[]")
+               if e["destination"] == "127.0.0.1:%d" % port and e["failures"] == 1]
+    if not failing:
+        sys.exit("counts: 127.0.0.1:%d is not failing in %s: %s" % (port, table, shown))
+    env["BENCH_PORT"] = str(port)
+    return per_op_syscalls(bench, "request", 300, 900, env)
+
+
+def free_port(lo=24000, hi=25000):
+    """A loopback port below the ephemeral range that nothing listens on."""
+    for p in range(lo, hi):
+        if port_free(p):
+            return p
+    sys.exit("counts: no free port in %d..%d" % (lo, hi))
 
 
 def main():
@@ -189,7 +266,13 @@ def main():
             missed.append("request connection: %.1f instructions added (target %.0f)"
                           % (request, REQUEST_TARGET))
         fail_many(lib, table, 1, 19999)
-        shared = client_added(bench, lib, table)
+        # one listener port for every run from here: the same tag test for
+        # both lengths of a slope, and one no filled port's key can share
+        clear, collide = free_ports_by_tag(range(19999, 24000), 24000, 32768)
+        if not clear or not collide:
+            sys.exit("counts: no free port in 24000..32767 with a clear (or a shared) tag")
+        port = clear[0]
+        shared = client_added(bench, lib, table, port=port)
         print("  the same, with the shared table in use (another process failed first): "
               "%.1f added (bound %.0f)" % (shared, SHARED_BOUND))
         if shared > SHARED_BOUND + SLOPE_WOBBLE:
@@ -198,12 +281,17 @@ def main():
         for fill in (1000, 4000):
             fail_many(lib, table, fill - filled, 20000 + filled)
             filled = fill
-            full = client_added(bench, lib, table)
+            full = client_added(bench, lib, table, port=port)
             print("  the same, the table holding about %d failing destinations: %.1f added "
                   "(bound: the table holding one + %.0f)" % (fill, full, FILL_BOUND))
             if full > shared + FILL_BOUND + SLOPE_WOBBLE:
                 missed.append("socket+connect+close, %d failing destinations: %.1f added"
                               % (fill, full))
+        odds = len(collide) / float(len(clear) + len(collide))
+        unruled = client_added(bench, lib, table, port=collide[0])
+        print("  the same, to a never-failed destination whose tag bit a failing one set "
+              "(%.0f%% of ports at this fill): %.1f added (the full lookup; no bound)"
+              % (100 * odds, unruled))
         print("system calls per operation (strace -f -c; slope of two lengths):")
         for what, n1, n2, _ in LOOPS:
             plain = per_op_syscalls(bench, what, n1, n2, worker_env(None, table))
@@ -213,9 +301,18 @@ def main():
                   % (what, fmt(plain), "", fmt(shim), "(equal)" if same else "(DIFFERENT)"))
             if not same:
                 missed.append("%s: system calls differ: %s vs %s" % (what, plain, shim))
-        i = sysv.find(sysv.key(table))
-        if i is not None:
-            sysv.remove(i)
+            if what == "request":
+                plain_request = plain
+        recovered = recovered_request_syscalls(bench, lib, os.path.join(d, "recovered"))
+        print("  request   with it, to a destination that recovered (a healthy entry): %s %s"
+              % (fmt(recovered), "(equal)" if recovered == plain_request else "(DIFFERENT)"))
+        if recovered != plain_request:
+            missed.append("request, recovered destination: system calls differ: %s vs %s"
+                          % (plain_request, recovered))
+        for name in (table, os.path.join(d, "recovered")):
+            i = sysv.find(sysv.key(name))
+            if i is not None:
+                sysv.remove(i)
     for m in missed:
         print("counts: target missed: " + m)
     return 1 if check and missed else 0
