@@ -18,20 +18,6 @@
 #include <netdb.h>
 #include <string.h>
 
-void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t len,
-		     const char *event, int err)
-{
-	char name[128] = "?";
-	if (addr)
-		bs_addr_format(addr, len, name, sizeof name);
-	bs_line_start(l);
-	bs_line_event(l, event);
-	bs_line_fields(l, name, 0, UINT64_MAX, err);
-	bs_line_str(l, bs_dest_is_name(addr) ? "resolve " : "connect ");
-	bs_line_str(l, name);
-	bs_line_str(l, ": ");
-}
-
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err)
 {
 	err = err ? err : bs_dest_is_name(d->addr) ? BS_ERR_EAI(EAI_AGAIN) : ECONNREFUSED;
@@ -40,7 +26,7 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 		atomic_fetch_add(&e->n_giveups, 1);
 	if (bs_log_enabled(BS_LOG_ERROR)) {
 		struct bs_line l;
-		bs_outcome_line(&l, d->addr, d->len, "give_up", err);
+		bs_dest_line(&l, d->addr, d->len, "give_up", err);
 		l.attempt = b->attempts;
 		l.held_back = 1; /* (a loop of connects past the budget repeats it) */
 		bs_line_str(&l, "giving up after ");
@@ -59,7 +45,7 @@ int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int e
 void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const char *why, int err)
 {
 	struct bs_line l;
-	bs_outcome_line(&l, addr, len, "pass", err);
+	bs_dest_line(&l, addr, len, "pass", err);
 	l.held_back = 1;
 	bs_line_str(&l, "passed through (");
 	bs_line_str(&l, why);
@@ -91,7 +77,7 @@ void bs_outcome_log_waiting(const struct bs_dest *d, int first, uint32_t failure
 			    const char *who, uint64_t wait)
 {
 	struct bs_line l;
-	bs_outcome_line(&l, d->addr, d->len, "wait", err);
+	bs_dest_line(&l, d->addr, d->len, "wait", err);
 	l.attempt = failures;
 	l.wait = wait;
 	l.held_back = first; /* (each call of a loop of connects says it first) */
@@ -118,7 +104,7 @@ void bs_outcome_log_reset(const struct sockaddr *addr, socklen_t len)
 	if (!bs_log_enabled(BS_LOG_INFO))
 		return;
 	struct bs_line l;
-	bs_outcome_line(&l, addr, len, "reset", 0);
+	bs_dest_line(&l, addr, len, "reset", 0);
 	bs_line_str(&l, "backoff reset by the operator, trying now");
 	bs_line_emit(&l, BS_LOG_INFO);
 }
@@ -132,7 +118,7 @@ void bs_publish(struct bs_entry *e)
 static void log_failure(const struct bs_dest *d, uint32_t step, uint64_t wait, int err)
 {
 	struct bs_line l;
-	bs_outcome_line(&l, d->addr, d->len, "retry", err);
+	bs_dest_line(&l, d->addr, d->len, "retry", err);
 	l.attempt = step;
 	l.wait = wait;
 	bs_line_str(&l, bs_errno_msg(err));
@@ -235,7 +221,7 @@ void bs_outcome_connected(const struct bs_dest *d, int fd, uint64_t t0)
 	if (n && bs_log_enabled(BS_LOG_INFO)) {
 		struct bs_line l;
 		int name = bs_dest_is_name(d->addr);
-		bs_outcome_line(&l, d->addr, d->len, name ? "resolved" : "connected", 0);
+		bs_dest_line(&l, d->addr, d->len, name ? "resolved" : "connected", 0);
 		l.attempt = n + 1;
 		bs_line_str(&l, name ? "resolved after " : "connected after ");
 		bs_line_u64(&l, n);
@@ -306,7 +292,7 @@ static void walk_on(const struct sockaddr *to, socklen_t len, uint64_t key, uint
 		char next[128];
 		bs_addr_format(to, len, next, sizeof next);
 		struct bs_line l;
-		bs_outcome_line(&l, (struct sockaddr *)&from, flen, "walk", 0);
+		bs_dest_line(&l, (struct sockaddr *)&from, flen, "walk", 0);
 		l.held_back = 1;
 		bs_line_str(&l, "the program gave up on it and went on to ");
 		bs_line_str(&l, next);

@@ -127,11 +127,6 @@ void bs_outcome_log_waiting(const struct bs_dest *d, int first, uint32_t failure
 			    const char *who, uint64_t wait);
 /* Announce a change of the entry to everyone waiting on it. */
 void bs_publish(struct bs_entry *e);
-/* A log line about the destination addr (NULL when it cannot be read),
- * started: "connect ADDR:PORT: ", its event and error for the JSON fields. */
-struct bs_line;
-void bs_outcome_line(struct bs_line *l, const struct sockaddr *addr, socklen_t len,
-		     const char *event, int err);
 /* debug: a connect the shim let through, and why (err: the error it
  * failed with, 0 for none). */
 void bs_outcome_log_passed(const struct sockaddr *addr, socklen_t len, const char *why, int err);

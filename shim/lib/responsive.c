@@ -32,7 +32,7 @@ static void log_stats(const struct bs_entry *e, const struct sockaddr *addr, soc
 	if (!bs_log_enabled(lvl))
 		return;
 	struct bs_line l;
-	bs_outcome_line(&l, addr, len, "pace", err);
+	bs_dest_line(&l, addr, len, "pace", err);
 	if (err) {
 		bs_line_str(&l, bs_errno_msg(err));
 		bs_line_str(&l, "; ");

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "log.h"
 #include "dest.h"
+#include "errname.h"
 #include "ret.h"
 #include "shim.h"
 #include "shtab.h"
@@ -39,9 +40,9 @@ int bs_shared_on(void)
 	return atomic_load(&g_shared) != NULL;
 }
 
-/* "shared table (System V key 0x2b5a184a): WHY; using a private table"
- * (or, for damage, what to do) */
-static void say(enum bs_level level, const char *why, const char *then)
+/* "shared table (System V key 0x2b5a184a): WHY[: ERROR]; using a private
+ * table" (or, for damage, what to do) */
+static void say(enum bs_level level, const char *why, int err, const char *then)
 {
 	if (!bs_log_enabled(level))
 		return;
@@ -57,6 +58,10 @@ static void say(enum bs_level level, const char *why, const char *then)
 	bs_line_str(&l, key);
 	bs_line_str(&l, "): ");
 	bs_line_str(&l, why);
+	if (err) {
+		bs_line_str(&l, ": ");
+		bs_line_str(&l, bs_errno_msg(err));
+	}
 	bs_line_str(&l, then);
 	bs_line_emit(&l, level);
 }
@@ -81,12 +86,14 @@ static uid_t euid(void)
 	return (uid_t)getauxval(AT_EUID); /* (no system call) */
 }
 
-/* The segment attached and checked: the table, or NULL with *why. */
-static struct bs_table *attach(int id, const char **why)
+/* The segment attached and checked: the table, or NULL with *why (and
+ * *err, the system call's error, if one failed). */
+static struct bs_table *attach(int id, const char **why, int *err)
 {
 	struct shmid_ds ds;
-	if (BS_SYS(SYS_shmctl, id, IPC_STAT, &ds) != 0)
-		return *why = "cannot be examined", NULL;
+	long r = BS_SYS(SYS_shmctl, id, IPC_STAT, &ds);
+	if (r != 0)
+		return *why = "cannot be examined", *err = (int)-r, NULL;
 	struct bs_shtab_stat st = {ds.shm_perm.uid, ds.shm_perm.cuid, ds.shm_perm.mode,
 				   (uint64_t)ds.shm_segsz};
 	enum bs_shtab_verdict v = bs_shtab_check_segment(&st, euid());
@@ -94,7 +101,7 @@ static struct bs_table *attach(int id, const char **why)
 		return *why = bs_shtab_verdict_text(v), NULL;
 	long m = BS_SYS(SYS_shmat, id, NULL, 0);
 	if (m < 0)
-		return *why = "cannot be attached", NULL;
+		return *why = "cannot be attached", *err = (int)-m, NULL;
 	struct bs_shtab_header *h = (struct bs_shtab_header *)m;
 	v = bs_shtab_check_header(h);
 	if (v == BS_SHTAB_NEW)
@@ -127,13 +134,14 @@ static void find(int create)
 		atomic_store(&g_phase, 1);
 		return;
 	}
-	const char *why = "cannot be created (no room?)";
-	struct bs_table *t = id >= 0 ? attach((int)id, &why) : NULL;
+	const char *why = "cannot be created";
+	int err = id < 0 ? (int)-id : 0;
+	struct bs_table *t = id >= 0 ? attach((int)id, &why, &err) : NULL;
 	if (!t) {
 		/* someone else's segment holds the key: not ours to judge, and
 		 * nothing the user can act on (debug); anything else, once */
 		say(id >= 0 && !strcmp(why, bs_shtab_verdict_text(BS_SHTAB_OTHER_OWNER)) ?
-			    BS_LOG_DEBUG : BS_LOG_INFO, why, "; using a private table");
+			    BS_LOG_DEBUG : BS_LOG_INFO, why, err, "; using a private table");
 		atomic_store(&g_phase, 3);
 		return;
 	}
@@ -172,16 +180,8 @@ static void say_dest(enum bs_level level, const struct bs_dest *d, const char *w
 {
 	if (!bs_log_enabled(level))
 		return;
-	char name[128] = "?";
-	if (d->addr)
-		bs_addr_format(d->addr, d->len, name, sizeof name);
 	struct bs_line l;
-	bs_line_start(&l);
-	bs_line_event(&l, "table");
-	bs_line_fields(&l, name, 0, UINT64_MAX, 0);
-	bs_line_str(&l, bs_dest_is_name(d->addr) ? "resolve " : "connect ");
-	bs_line_str(&l, name);
-	bs_line_str(&l, ": ");
+	bs_dest_line(&l, d->addr, d->len, "table", 0);
 	bs_line_str(&l, what);
 	if (more) {
 		bs_line_str(&l, " (and ");
@@ -194,7 +194,7 @@ static void say_dest(enum bs_level level, const struct bs_dest *d, const char *w
 static void tell(const struct bs_claim_note *n, const struct bs_dest *d, uint64_t now)
 {
 	if (n->damaged && due(&g_said_damage, now))
-		say(BS_LOG_ERROR, "damaged: entries that do not check out are taken over",
+		say(BS_LOG_ERROR, "damaged: entries that do not check out are taken over", 0,
 		    "; `backoffshim reset --all` rebuilds it");
 	if (n->refused && due(&g_said_full, now))
 		say_dest(BS_LOG_ERROR, d,

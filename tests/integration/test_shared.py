@@ -367,6 +367,33 @@ def test_a_read_only_dev_shm_leaves_clients_as_without_the_shim():
           "a lock file appeared in the test's own /dev/shm")
 
 
+
+def test_a_table_the_kernel_will_not_create_leaves_a_private_table_with_one_line():
+    """shmget refuses the segment (an IPC namespace whose shmmax is smaller
+    than the table): clients behave as without the shim, a dead port is
+    still retried (a private table), and one line names the kernel's error."""
+    shrunk = ["unshare", "--user", "--map-current-user", "--keep-caps", "--ipc", "sh", "-c",
+              'echo 4096 > /proc/sys/kernel/shmmax && exec "$@"', "sh"]
+    if subprocess.run(shrunk + ["true"], capture_output=True).returncode != 0:
+        raise TestSkip("no IPC namespace with a writable shmmax here")
+    port, dead = free_port(), free_port()
+    env = shim_env(BACKOFFSHIM_SHARED=new_table(), BACKOFFSHIM_INITIAL_BACKOFF="50ms")
+    with Server(port).start():
+        plain = run([prog("legacy_client"), "127.0.0.1", str(port)], base_env())
+        got = run(shrunk + [prog("legacy_client"), "127.0.0.1", str(port)], env)
+    check(got[:2] == plain[:2], "live server: with the shim %r, without %r" % (got, plain))
+    plain = run([prog("legacy_client"), "127.0.0.1", str(dead)], base_env())
+    with SynSniffer(dead) as sn:
+        got = run(shrunk + [prog("legacy_client"), "127.0.0.1", str(dead)],
+                  dict(env, BACKOFFSHIM_MAX_ATTEMPTS="3"))
+        syns = sn.settled_count()
+    check(got[:2] == plain[:2] and syns == 3,
+          "dead port: %d SYNs, with the shim %r, without %r" % (syns, got, plain))
+    said = [l for l in got[2].splitlines() if "shared table" in l]
+    check(len(said) == 1 and "cannot be created: Invalid argument; using a private table"
+          in said[0], "want one line naming the kernel's error: %r" % got[2])
+
+
 MAPS = r"""
 import os, socket, sys, time
 print('ready', flush=True)
