@@ -101,6 +101,13 @@ static int watch_seconds(const char *text, double *out)
 	return 0;
 }
 
+/* An option of the other subcommand, named as it was typed (up to any '='),
+ * as getopt names one it does not know at all. */
+static int not_here(const char *sub, const char *word)
+{
+	return bs_cli_usage(sub, "unknown option '%.*s'", (int)strcspn(word, "="), word);
+}
+
 static int parse(int argc, char **argv, const char *sub, const char *usage, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -122,24 +129,24 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 		case 'j':
 		case 'p':
 			if (!is_status)
-				return bs_cli_usage(sub, "unknown option '%s'", argv[optind - 1]);
+				return not_here(sub, argv[optind - 1]);
 			o->format = c == 'j' ? JSON : PROMETHEUS;
 			break;
 		case 't': o->table = optarg; break;
 		case 'u': o->user = optarg; break;
 		case 'a':
 			if (is_status)
-				return bs_cli_usage(sub, "unknown option '--all'");
+				return not_here(sub, argv[optind - 1]);
 			o->all = 1;
 			break;
 		case 'g':
 			if (!is_status)
-				return bs_cli_usage(sub, "unknown option '--gc'");
+				return not_here(sub, argv[optind - 1]);
 			o->gc = 1;
 			break;
 		case 'w':
 			if (!is_status)
-				return bs_cli_usage(sub, "unknown option '--watch'");
+				return not_here(sub, argv[optind - 1]);
 			o->watch = WATCH_DEFAULT;
 			/* --watch=S, or --watch S: a next word that is no option */
 			if (!optarg && optind < argc && argv[optind][0] != '-')

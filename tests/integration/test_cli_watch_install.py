@@ -79,8 +79,13 @@ def test_status_watch_redraws_until_interrupted():
                  ["--watch", "1", "2"], ["--gc", "--watch"]):
         rc, out, err = run([CLI, "status"] + args, cli_env())
         check(rc == 2 and out == "" and "status --help" in err, "%r: %d %r" % (args, rc, err))
-    rc, out, err = run([CLI, "reset", "--watch"], cli_env())
-    check(rc == 2, "reset --watch: %d" % rc)
+    # the other subcommand's options, named as typed (as getopt names an
+    # option it does not know), abbreviated or not
+    for sub, arg in (("reset", "--watch"), ("reset", "--wat=3"), ("reset", "--js"),
+                     ("reset", "--prometheus"), ("reset", "--gc"), ("status", "--al")):
+        rc, out, err = run([CLI, sub, arg], cli_env())
+        check(rc == 2 and out == "" and "unknown option '%s'" % arg.split("=")[0] in err,
+              "%s %s: %d %r" % (sub, arg, rc, err))
 
 
 def test_completion_of_reset_names_the_tables_destinations():
