@@ -48,13 +48,20 @@ static bs_log_opener g_opener; /* a log file, opened per line */
 static void *g_opener_ctx;
 static struct bs_log_style g_style;
 
+/* A program's name as lines give it: one printable word, at most n - 1 bytes. */
+static void program_word(char *to, size_t n, const char *from)
+{
+	size_t i = 0;
+	for (; from[i] && i < n - 1; i++)
+		to[i] = from[i] <= ' ' || from[i] > '~' || from[i] == '"' || from[i] == '\\' ||
+				from[i] == ':' ? '_' : from[i];
+	to[i] = 0;
+}
+
 void bs_log_set_style(const struct bs_log_style *s)
 {
 	g_style = *s;
-	g_style.program[sizeof g_style.program - 1] = 0;
-	for (char *p = g_style.program; *p; p++) /* one printable word */
-		if (*p <= ' ' || *p > '~' || *p == '"' || *p == '\\' || *p == ':')
-			*p = '_';
+	program_word(g_style.program, sizeof g_style.program, s->program);
 }
 
 int bs_log_stderr_is_journal(const char *js)
@@ -178,6 +185,11 @@ void bs_line_dur(struct bs_line *l, uint64_t ns)
 
 void bs_line_start(struct bs_line *l)
 {
+	bs_line_start_as(l, (uint64_t)getpid(), g_style.program);
+}
+
+void bs_line_start_as(struct bs_line *l, uint64_t pid, const char *program)
+{
 	l->n = 0;
 	l->event = "message";
 	l->dest[0] = 0;
@@ -185,12 +197,14 @@ void bs_line_start(struct bs_line *l)
 	l->wait = UINT64_MAX;
 	l->err = 0;
 	l->held_back = 0;
+	l->pid = pid;
+	program_word(l->program, sizeof l->program, program);
 	bs_line_str(l, "backoffshim[");
-	bs_line_u64(l, (uint64_t)getpid());
+	bs_line_u64(l, pid);
 	bs_line_str(l, "]");
-	if (g_style.program[0]) {
+	if (l->program[0]) {
 		bs_line_str(l, " ");
-		bs_line_str(l, g_style.program);
+		bs_line_str(l, l->program);
 	}
 	bs_line_str(l, ": ");
 	l->msg = l->n;
@@ -286,8 +300,8 @@ static void out_json_text(struct out *o, const char *s, size_t n)
 static void render_json(struct out *o, const struct bs_line *l, enum bs_level level)
 {
 	out_str(o, "{\"time\":\""), out_time(o), out_str(o, "\",\"pid\":");
-	out_u64(o, (uint64_t)getpid(), 0);
-	out_str(o, ",\"program\":\""), out_str(o, g_style.program), out_str(o, "\"");
+	out_u64(o, l->pid, 0);
+	out_str(o, ",\"program\":\""), out_str(o, l->program), out_str(o, "\"");
 	out_str(o, ",\"level\":\""), out_str(o, level_name(level));
 	out_str(o, "\",\"event\":\""), out_str(o, l->event), out_str(o, "\"");
 	if (l->dest[0])

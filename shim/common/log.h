@@ -43,6 +43,8 @@ struct bs_line {
 	int err;
 	int held_back;      /* a kind of line a loop of connects repeats (a give-up,
 			     * a pass): one per destination and kind a second */
+	uint64_t pid;       /* the process the line speaks for, and its name */
+	char program[33];
 	char buf[BS_LINE_MAX + BS_LINE_TAIL];
 };
 
@@ -75,6 +77,10 @@ unsigned long bs_log_dropped(void);
 
 /* Start a line with the "backoffshim[PID] PROGRAM: " prefix. */
 void bs_line_start(struct bs_line *l);
+/* The same, for another process (the seccomp supervisor speaking for the
+ * program whose connect it retries): its pid and name, made one printable
+ * word as bs_log_set_style makes the program's. */
+void bs_line_start_as(struct bs_line *l, uint64_t pid, const char *program);
 /* The line's event and fields, for the JSON format ("retry", "give_up",
  * "connected", "reset", "config", "table", "load", "pass"...); dest may be
  * NULL, attempt 0, wait UINT64_MAX and err 0 for none. */

@@ -120,11 +120,17 @@ static int still_waiting(struct bs_sup *s, uint64_t id)
 
 /* ---- the log, in the library's words ---- */
 
+/* A line about o's connect, in the name of the program that made it (the
+ * engine's own, if that process cannot be read). */
 static void line_start(struct bs_line *l, const struct op *o, const char *event, int err)
 {
-	char name[128] = "?";
+	char name[128] = "?", prog[33];
 	bs_addr_format((const struct sockaddr *)&o->addr, o->len, name, sizeof name);
-	bs_line_start(l);
+	pid_t pid = o->tgid ? o->tgid : bs_proc_tgid(o->tid);
+	if (pid > 0 && bs_proc_name(pid, prog, sizeof prog))
+		bs_line_start_as(l, (uint64_t)pid, prog);
+	else
+		bs_line_start(l);
 	bs_line_event(l, event);
 	bs_line_fields(l, name, 0, UINT64_MAX, err);
 	bs_line_str(l, "connect ");

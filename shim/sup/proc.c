@@ -112,6 +112,21 @@ pid_t bs_proc_ppid(pid_t pid)
 	return status_field(pid, "\nPPid:");
 }
 
+int bs_proc_name(pid_t pid, char *out, size_t n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, out, n - 1);
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0)
+		return 0;
+	out[got] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	return 1;
+}
+
 /* The LSM label of a process (AppArmor, SELinux, Smack), or "" if none
  * can be read. */
 static void label_of(const char *who, char *out, size_t n)

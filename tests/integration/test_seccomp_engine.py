@@ -617,6 +617,13 @@ def test_grandchildren_retried():
         check(len(times) == 4 and len(accepts) == 1, "%s: %d SYNs, %d accepts"
               % (what, len(times), len(accepts)))
         check_schedule(times, what)
+        # the engine's lines speak for the process that connects, as the
+        # library's would: its pid and name, not the supervisor's
+        pid = re.search(r"spawn: pid=(\d+)", err).group(1)
+        said = [l for l in err.splitlines() if l.startswith("backoffshim[")]
+        name = os.path.basename(cmd[-1].split()[1] if "sh" in cmd else cmd[1])
+        check(said and all(l.startswith("backoffshim[%s] %s: " % (pid, name)) for l in said),
+              "%s: lines should name pid %s (%s): %r" % (what, pid, name, said))
     parallel(lambda: case("spawn dial", [sp, dial, "127.0.0.1:%d" % p1], p1),
              lambda: case("spawn sh cstatic", [sp, "sh", "-c", "exec %s 127.0.0.1 %d"
                                                % (cst, p2)], p2))
