@@ -22,6 +22,8 @@ static __attribute__((noinline)) int close_tracked(int fd)
 	 * only the owner changes it (custody.h); the common close of a live
 	 * connection asks nothing */
 	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (st == BS_FD_EPOLL)
+		bs_park_end_out_of_sets((unsigned)fd, (unsigned)fd);
 	if ((!bs_fd_state_is_pending(st) && st != BS_FD_EPOLL) || bs_custody_here())
 		bs_outcome_closed(fd); /* before the number can be reused */
 	return bs_real_close(fd);
@@ -43,8 +45,11 @@ BS_API int close(int fd)
 static void replacing(int from, int to)
 {
 	if (from != to && bs_fd_state(bs_fds(), to) != BS_FD_NONE && bs_sock_is_open(from) &&
-	    bs_custody_here())
+	    bs_custody_here()) {
+		if (bs_fd_state(bs_fds(), to) == BS_FD_EPOLL)
+			bs_park_end_out_of_sets((unsigned)to, (unsigned)to);
 		bs_outcome_closed(to);
+	}
 }
 
 /* `to` now names what `from` names: one socket, two numbers. A parked
@@ -118,6 +123,8 @@ static void closed_range(unsigned lo, unsigned hi)
 
 BS_API int close_range(unsigned first, unsigned last, int flags)
 {
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+		bs_park_end_out_of_sets(first, last);
 	int r = bs_real_close_range(first, last, flags);
 	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && bs_custody_here())
 		closed_range(first, last);
@@ -126,6 +133,8 @@ BS_API int close_range(unsigned first, unsigned last, int flags)
 
 BS_API void closefrom(int lowfd)
 {
+	if (lowfd >= 0)
+		bs_park_end_out_of_sets((unsigned)lowfd, ~0u);
 	bs_real_closefrom(lowfd);
 	if (lowfd >= 0 && bs_custody_here())
 		closed_range((unsigned)lowfd, ~0u);

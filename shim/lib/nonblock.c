@@ -281,5 +281,12 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	if (cfg->policy.kind == BS_POLICY_RESPONSIVE || err == 0 || !bs_config_retries(cfg, err))
 		return settled(cfg, fd, &d, t0, err, probe);
+	if (bs_sock_was_established(fd)) {
+		/* connected (a program may learn that from POLLOUT alone), then
+		 * reset: the connection's error, the program's as it is */
+		settled(cfg, fd, &d, t0, 0, probe);
+		bs_outcome_forget(fd);
+		return err;
+	}
 	return failed(cfg, fd, &d, t0, start, err, may_wait, probe);
 }

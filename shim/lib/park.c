@@ -227,6 +227,20 @@ void bs_park_unscreened(int fd)
 	bs_park_end(fd);
 }
 
+void bs_park_end_out_of_sets(unsigned lo, unsigned hi)
+{
+	struct bs_fdtab *t = bs_fds();
+	if (!bs_fd_any_parked(t) || !bs_custody_here())
+		return;
+	unsigned high = atomic_load(&t->high);
+	for (unsigned fd = 0; fd < high && fd < t->cap; fd++) {
+		uint32_t set = atomic_load(&t->slots[fd].ep_set);
+		if (set && set - 1 >= lo && set - 1 <= hi &&
+		    atomic_load(&t->slots[fd].state) == BS_FD_PARKED)
+			bs_park_unscreened((int)fd);
+	}
+}
+
 /* A socket in flight at fork() is parked or retried by neither process
  * from now on: a child may wait on it, read its error, or share its epoll
  * set before it execs (close-on-exec is no protection until then), so each

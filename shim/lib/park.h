@@ -44,6 +44,11 @@ int bs_park_holds(int fd);
  * or select() set larger than the shim's copy): fd is never parked from
  * now on, and its parking ends if it is parked (its last error owed). */
 void bs_park_unscreened(int fd);
+/* The program closes the epoll fds lo..hi (close, dup2 onto one,
+ * close_range): a socket parked out of one of those sets ends its parking
+ * the same way, back in the set first, since another number for the set
+ * (a dup) may keep it alive and wait on it. Before the close. */
+void bs_park_end_out_of_sets(unsigned lo, unsigned hi);
 
 /* The failure err of fd's tracked non-blocking connect (its error already
  * read from the kernel) was published; park fd if cfg's mode is defer and

@@ -88,17 +88,18 @@ static int report(const struct call *c, const struct pollfd *set)
 	return intr ? -EINTR : r;
 }
 
-/* One round: on the program's own array while nothing is parked (its
- * reports screened in place), else on the copy with parked entries hidden. */
+/* One round: on the program's own array unless one of its entries is
+ * parked (its reports screened in place), else on the copy with parked
+ * entries hidden. While a socket of the process is parked, the wait is
+ * capped either way: one parked out of an epoll set polled here, or
+ * watched by a thread that is not waiting now, is reconnected by these
+ * rounds. */
 static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 {
 	struct call *c = call;
 	struct pollfd *set = c->fds;
-	if (wake != BS_TIMEOUT_NONE) {
+	if (wake != BS_TIMEOUT_NONE && hide_parked(c, c->copy))
 		set = c->copy;
-		if (!hide_parked(c, set))
-			wake = BS_TIMEOUT_NONE; /* none of the program's: its own timeout */
-	}
 	int r = real_wait(c, set, bs_defer_round_wait(now, c->deadline, wake));
 	return r < 0 ? r : report(c, set);
 }

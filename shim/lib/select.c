@@ -62,18 +62,13 @@ static void clear_fd(struct sets *s, int fd)
 		FD_CLR(fd, &s->s[i]);
 }
 
-/* The round's sets: what the program asked, parked sockets cleared.
- * Returns how many were. */
-static int hide_parked(const struct call *c, struct sets *s)
+/* The round's sets: what the program asked, parked sockets cleared. */
+static void hide_parked(const struct call *c, struct sets *s)
 {
-	int hidden = 0;
 	*s = c->asked;
 	for (int fd = 0; fd < c->n; fd++)
-		if (in_sets(s, fd) && bs_park_is_parked(fd) && bs_park_holds(fd)) {
+		if (in_sets(s, fd) && bs_park_is_parked(fd) && bs_park_holds(fd))
 			clear_fd(s, fd);
-			hidden++;
-		}
-	return hidden;
 }
 
 /* Screen connecting sockets reported ready; returns the bits left set, or
@@ -104,8 +99,7 @@ static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 {
 	struct call *c = call;
 	struct sets got;
-	if (!hide_parked(c, &got))
-		wake = BS_TIMEOUT_NONE; /* none of the program's: its own timeout */
+	hide_parked(c, &got); /* (capped at wake even if none is the program's: poll.c) */
 	int r = real_wait(c, &got, bs_defer_round_wait(now, c->deadline, wake));
 	if (r >= 0)
 		r = screen(c, &got);

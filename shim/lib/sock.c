@@ -269,6 +269,16 @@ int bs_sock_peer_took_all(int fd)
 	return ti.tcpi_bytes_acked > 1 && unsent == 0 && !bs_sock_has_failed(fd);
 }
 
+int bs_sock_was_established(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof ti;
+	if (sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) ||
+	    l < offsetof(struct tcp_info, tcpi_segs_in) + sizeof ti.tcpi_segs_in)
+		return 0;
+	return ti.tcpi_segs_in >= 2;
+}
+
 uint64_t bs_sock_cookie(int fd)
 {
 	uint64_t c;

@@ -86,6 +86,13 @@ void bs_sock_abort(int fd);
  * tell: its orderly close counts as an upload taken. */
 int bs_sock_peer_took_all(int fd);
 
+/* Did fd's TCP connect go through before the error now pending on it (a
+ * reset, a timeout of the connection)? The kernel counts the segments it
+ * received: a refusal is one (the reset), a connect that timed out or was
+ * unreachable none, a handshake's answer and what ended it two or more.
+ * 0 for anything that is not TCP. */
+int bs_sock_was_established(int fd);
+
 /* Which socket an fd names: its SO_COOKIE, a 64-bit number the kernel
  * gives each socket once and never reuses while it runs (st_ino is a
  * wrapping counter); 0 if fd is not a socket. Asked on rare paths only,

@@ -2,14 +2,20 @@
 while a socket is parked, two epoll registrations with the same data,
 timeouts too large to end, timeouts the kernel refuses, timeouts below a
 millisecond, a parked socket given a second number by dup or fcntl, a
-select() beyond FD_SETSIZE, and an address passed with a sockaddr_storage's
-length. Each runs tests/progs/parkedge (or wideaddr) with the shim and
-without it."""
+select() beyond FD_SETSIZE, an address passed with a sockaddr_storage's
+length; and (issue 19's last survey) an epoll set waited on through poll()
+or select(), an epoll set closed while a dup of it lives on, and a
+connection reset after the program saw it writable. Each runs
+tests/progs/parkedge (or wideaddr) with the shim and without it."""
 import re
 import shutil
+import socket
+import struct
 import subprocess
+import time
 
-from lib import TestSkip, base_env, check, free_port, prog, run, shim_env
+from lib import (Acceptor, LineReader, Server, TestSkip, base_env, check, finish, free_port, prog,
+                 run, shim_env, spawn)
 
 DEFER = dict(BACKOFFSHIM_NONBLOCKING="defer", BACKOFFSHIM_INITIAL_BACKOFF="100ms",
              BACKOFFSHIM_MAX_BACKOFF="200ms")
@@ -120,3 +126,69 @@ def test_an_address_passed_with_a_storage_length_is_never_lost():
               % (family, shimmed, plain, err[-300:]))
         check("127.0.0.1:%d" % port in err and "?" not in err,
               "the log does not name the destination: %r" % err)
+
+
+def _late_server_through(case):
+    """parkedge CASE against a server that starts once the program waits on
+    its epoll set through poll() or select() (its socket parked, its line
+    "waiting"): the wait must end with the connection, as it would once the
+    server is up."""
+    port = free_port()
+    rc, plain, err = run([prog("parkedge"), case, str(port)], base_env())
+    check(plain.strip() == "events=0x1c so_error=111", "without the shim: %r" % plain)
+    lr = LineReader(spawn([prog("parkedge"), case, str(port)], shim_env(**DEFER)))
+    check(lr.wait_for(lambda l: l == "waiting", 10), "%s: never waited: %r" % (case, lr.lines))
+    with Server(port).start():
+        rc, lines, err = lr.finish(20)
+    check(rc == 0 and lines[-1:] == ["events=0x4 so_error=0"],
+          "%s: the program never saw the server that came up: %r %r" % (case, lines, err[-300:]))
+
+
+def test_an_epoll_set_waited_on_through_poll_sees_the_late_server():
+    """poll() on an epoll fd whose socket is parked: the parked socket is in
+    no array the shim screens, yet its retries go on (a wait that watches
+    none of the program's parked sockets is capped all the same), so the
+    set becomes readable when the server is up. It hung before."""
+    _late_server_through("pollepoll")
+
+
+def test_an_epoll_set_waited_on_through_select_sees_the_late_server():
+    _late_server_through("selectepoll")
+
+
+def test_closing_an_epoll_set_whose_dup_lives_on_ends_the_parking():
+    """The program dups its epoll fd and closes the original: the set lives
+    on, but its number is gone, so a parked socket could never rejoin it.
+    Its parking ends at the close, back in the set, and the program learns
+    the refusal through the copy (SO_ERROR; EPOLLERR aside: the error was
+    read away, so the kernel shows EPOLLOUT|EPOLLHUP). It hung before."""
+    plain, shimmed, err = _both("epolldup")
+    check(plain.strip() == "events=0x1c so_error=111", "without the shim: %r" % plain)
+    m = re.match(r"events=(0x[0-9a-f]+) so_error=(\d+)$", shimmed.strip())
+    check(m and int(m.group(1), 16) & 0x10 and m.group(2) == "111",
+          "with the shim %r, without %r" % (shimmed, plain))
+
+
+def _reset_later(conn):
+    """Accepted: 300 ms of silence, then a reset (SO_LINGER 0 on close)."""
+    time.sleep(0.3)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def test_a_reset_after_the_program_saw_the_connection_is_the_programs():
+    """A client that learns "connected" from POLLOUT (or EPOLLOUT) alone and
+    then waits for the server to speak: the server accepts and resets. The
+    program sees the reset as without the shim, and the shim makes no
+    reconnect of its own (it hid the reset and reconnected 5 times before)."""
+    port = free_port()
+    srv = Acceptor(port, _reset_later, threaded=True)
+    try:
+        rc, plain, err = run([prog("parkedge"), "writable", str(port)], base_env())
+        check(rc == 0 and "recv=-1 errno=104" in plain, "without the shim: %r" % plain)
+        n = len(srv.accepts)
+        rc, shimmed, err = run([prog("parkedge"), "writable", str(port)], shim_env(**DEFER))
+        check(rc == 0 and shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+        check(len(srv.accepts) - n == n, "%d connections with the shim, %d without"
+              % (len(srv.accepts) - n, n))
+    finally:
+        srv.close()

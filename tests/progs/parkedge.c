@@ -30,6 +30,19 @@
  *             1501 (fd 1500 a pipe, the sets sized for it) waits 1 s for it
  *             to be writable: "n=N so_error=E" ("skip" if the fd limit
  *             cannot reach 1500)
+ *   pollepoll the socket is in an epoll set, parked by a 300 ms epoll_wait;
+ *             then ("waiting" if that wait saw nothing), up to 5 s, poll()
+ *             on the epoll fd and, when it is readable, epoll_wait(0):
+ *             "events=0xE so_error=N" for the first event, or "timeout"
+ *   selectepoll the same with select() on the epoll fd
+ *   epolldup  the socket is in an epoll set, parked by a 300 ms epoll_wait;
+ *             the epoll fd is dup()ed and closed; epoll_wait on the copy
+ *             (up to 5 s): "events=0xE so_error=N", or "timeout"
+ *   writable  PORT listens: the socket connects; poll(POLLOUT) up to 2 s,
+ *             then poll(POLLIN) up to 3 s (no SO_ERROR read in between, as
+ *             a client of a server that speaks first), then recv():
+ *             "out=0xR in=0xR recv=N errno=E"; the same with epoll
+ *             ("epoll out=... in=...") on a second connection
  * Exit 0, or 2 on bad usage or a setup failure.
  */
 #include <arpa/inet.h>
@@ -280,6 +293,94 @@ static int case_bigselect(void)
 	return 0;
 }
 
+/* The socket in an epoll set (EPOLLOUT, data 42), parked by a 300 ms wait
+ * (no event: the refusal is hidden; without the shim, the refusal). */
+static int parked_in_set(int *ep, struct epoll_event *first)
+{
+	int s = connecting_socket();
+	struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = 42};
+	*ep = epoll_create1(EPOLL_CLOEXEC);
+	epoll_ctl(*ep, EPOLL_CTL_ADD, s, &ev);
+	if (epoll_wait(*ep, first, 1, 300) != 1)
+		first->events = 0;
+	return s;
+}
+
+static void report_event(int n, const struct epoll_event *ev, int s)
+{
+	if (n > 0)
+		printf("events=0x%x so_error=%d\n", ev->events, so_error(s));
+	else
+		puts("timeout");
+}
+
+/* Wait on the epoll set through poll() (use_select 0) or select(). */
+static int case_epoll_inside(int use_select)
+{
+	int ep;
+	struct epoll_event ev;
+	int s = parked_in_set(&ep, &ev), n = ev.events ? 1 : 0;
+	double end = now_ms() + 5000;
+	if (!n)
+		puts("waiting");
+	while (!n && now_ms() < end) {
+		int left = (int)(end - now_ms()), ready;
+		if (use_select) {
+			fd_set r;
+			only(&r, ep);
+			struct timeval tv = {left / 1000, left % 1000 * 1000};
+			ready = select(ep + 1, &r, NULL, NULL, &tv);
+		} else {
+			struct pollfd p = {ep, POLLIN, 0};
+			ready = poll(&p, 1, left);
+		}
+		if (ready > 0)
+			n = epoll_wait(ep, &ev, 1, 0);
+	}
+	report_event(n, &ev, s);
+	return 0;
+}
+
+static int case_pollepoll(void) { return case_epoll_inside(0); }
+static int case_selectepoll(void) { return case_epoll_inside(1); }
+
+static int case_epolldup(void)
+{
+	int ep;
+	struct epoll_event ev;
+	int s = parked_in_set(&ep, &ev), n = ev.events ? 1 : 0;
+	int copy = dup(ep);
+	close(ep);
+	if (!n)
+		n = epoll_wait(copy, &ev, 1, 5000);
+	report_event(n, &ev, s);
+	return 0;
+}
+
+static int case_writable(void)
+{
+	char b[16];
+	int s = connecting_socket();
+	struct pollfd p = {s, POLLOUT, 0};
+	int out = poll(&p, 1, 2000) > 0 ? p.revents : 0;
+	p.events = POLLIN;
+	int in = poll(&p, 1, 3000) > 0 ? p.revents : 0;
+	ssize_t r = recv(s, b, sizeof b, 0);
+	printf("out=0x%x in=0x%x recv=%zd errno=%d\n", out, in, r, r < 0 ? errno : 0);
+	close(s);
+	s = connecting_socket();
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = 7};
+	epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+	out = epoll_wait(ep, &ev, 1, 2000) > 0 ? (int)ev.events : 0;
+	ev.events = EPOLLIN;
+	epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev);
+	in = epoll_wait(ep, &ev, 1, 3000) > 0 ? (int)ev.events : 0;
+	r = recv(s, b, sizeof b, 0);
+	printf("epoll out=0x%x in=0x%x recv=%zd errno=%d\n", out, in, r, r < 0 ? errno : 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -288,7 +389,9 @@ int main(int argc, char **argv)
 	} cases[] = {{"fork", case_fork},       {"samedata", case_samedata},
 		     {"huge", case_huge},       {"invalid", case_invalid},
 		     {"submillis", case_submillis}, {"dup", case_dup},
-		     {"bigselect", case_bigselect}};
+		     {"bigselect", case_bigselect}, {"pollepoll", case_pollepoll},
+		     {"selectepoll", case_selectepoll}, {"epolldup", case_epolldup},
+		     {"writable", case_writable}};
 	if (argc != 3 || (port = atoi(argv[2])) <= 0) {
 		fprintf(stderr, "usage: parkedge CASE PORT\n");
 		return 2;
