@@ -136,7 +136,7 @@ static void track_dest(struct bs_fdtab *t, int fd, enum bs_fd_state st, const st
 	 * new destination (and bs_fd_read_dest never mixes old and new). */
 	set_state(t, s, BS_FD_NONE);
 	atomic_store_explicit(&s->flags,
-			      atomic_load(&s->flags) & (BS_FDF_NO_PARK | BS_FDF_EXTRA),
+			      atomic_load(&s->flags) & (BS_FDF_NO_PARK | BS_FDF_TWIN | BS_FDF_EXTRA),
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->probe, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->steps, 0, memory_order_relaxed);
@@ -258,9 +258,11 @@ void bs_fd_copy(struct bs_fdtab *t, int from, int to)
 	unsigned st = f ? atomic_load(&f->state) : BS_FD_NONE;
 	struct dest x;
 	bs_fd_renew(t, to); /* what `to` named before is closed */
-	if (f) { /* one socket, two numbers: its failure can no longer be hidden */
-		atomic_fetch_or(&f->flags, BS_FDF_NO_PARK);
-		atomic_store(&d->flags, BS_FDF_NO_PARK);
+	if (f) { /* one socket, two numbers: its failure cannot be hidden while both live */
+		atomic_fetch_or(&f->flags, BS_FDF_TWIN);
+		atomic_store(&d->flags, BS_FDF_TWIN);
+		raise_high(t, from);
+		raise_high(t, to);
 	}
 	atomic_store(&d->sotype, f ? atomic_load(&f->sotype) : 0);
 	if (st == BS_FD_NONE || st == BS_FD_EPOLL || !read_dest(f, &x))

@@ -65,7 +65,7 @@ static inline int bs_fd_state_is_pending(unsigned st)
 
 /* slot flags */
 #define BS_FDF_NO_PARK 1u    /* the shim cannot hide this socket's failure
-			      * (shared by dup, in two epoll sets, O_ASYNC) */
+			      * (in two epoll sets, O_ASYNC, unscreened) */
 #define BS_FDF_EP_REMOVED 2u /* parked: the shim took it out of its epoll set
 			      * and puts it back when it reconnects */
 #define BS_FDF_BUSY 8u       /* parked: one thread is giving it its next
@@ -73,6 +73,10 @@ static inline int bs_fd_state_is_pending(unsigned st)
 #define BS_FDF_WINDOW_PROBE 32u /* pace: its attempt is the probe sent inside
 				 * its destination's backoff window: a failure
 				 * folds into the current step */
+#define BS_FDF_TWIN 64u      /* another number named this socket when one of
+			      * them was copied (dup, dup2, F_DUPFD): parked
+			      * only once none still does (park.c asks the
+			      * kernel); a copy of a copy is marked too */
 #define BS_FDF_EXTRA 16u     /* an identity or an epoll registration may be
 			      * recorded: set before either is, cleared only
 			      * with both (bs_fd_renew_slot), so that the
@@ -291,8 +295,8 @@ static inline int bs_fd_fresh_below(struct bs_fdtab *t, int fd)
  * key, the attempt starts at `since`.
  *
  * bs_fd_fresh_ready: may it? The slot says BS_FD_NONE and has no flag
- * but BS_FDF_NO_PARK (so no identity or epoll registration either: those
- * take the full bs_fd_track).
+ * but BS_FDF_NO_PARK or BS_FDF_TWIN (so no identity or epoll registration
+ * either: those take the full bs_fd_track).
  *
  * bs_fd_prepare_fresh writes key, since and the address length before the
  * connect: plain stores, with no generation word, as the slot still says
@@ -303,7 +307,8 @@ static inline int bs_fd_fresh_below(struct bs_fdtab *t, int fd)
  * with release order. A failed connect publishes nothing. */
 static inline int bs_fd_fresh_ready(struct bs_fdslot *s)
 {
-	return (bs_fd_head_of(s) & ~bs_fd_head(0, BS_FDF_NO_PARK)) == bs_fd_head(BS_FD_NONE, 0);
+	return (bs_fd_head_of(s) & ~bs_fd_head(0, BS_FDF_NO_PARK | BS_FDF_TWIN)) ==
+	       bs_fd_head(BS_FD_NONE, 0);
 }
 
 static inline void bs_fd_prepare_fresh(struct bs_fdslot *s, uint64_t key, uint64_t since)
@@ -324,7 +329,8 @@ void bs_fd_fail(struct bs_fdtab *t, int fd, int err);
 /* Take an owed error (0 if none) and forget the fd. */
 int bs_fd_take_err(struct bs_fdtab *t, int fd);
 /* dup2/dup3: `to` now names what `from` names (state, destination, times,
- * owed error, identity, socket type); both are marked BS_FDF_NO_PARK. */
+ * owed error, identity, socket type); both are marked BS_FDF_TWIN, and
+ * counted below `high` so that park.c can look for the other. */
 void bs_fd_copy(struct bs_fdtab *t, int from, int to);
 /* close_range/closefrom: fds lo..hi inclusive (bounded by high) are closed:
  * renewed, and the registrations naming a closed epoll fd forgotten. */

@@ -52,28 +52,25 @@ static void replacing(int from, int to)
 	}
 }
 
-/* `to` now names what `from` names: one socket, two numbers. A parked
- * socket can no longer be hidden (each number would have to tell the same
- * story): its parking ends first, and its last error is owed through both. */
+/* `to` now names what `from` names: one socket, two numbers, even before
+ * its connect. A parked socket can no longer be hidden (each number would
+ * have to tell the same story): its parking ends first, and its last error
+ * is owed through both; while both numbers live, it is not parked again
+ * (BS_FDF_TWIN). */
 static void copied(int from, int to)
 {
-	if ((bs_fd_state(bs_fds(), from) != BS_FD_NONE ||
-	     bs_fd_state(bs_fds(), to) != BS_FD_NONE) && !bs_custody_here())
+	if (!bs_custody_here())
 		return; /* a vfork child's: the parent's table stays as it is */
 	if (bs_park_is_parked(from))
 		bs_park_end(from);
 	bs_fd_copy(bs_fds(), from, to);
 }
 
-/* The number a dup returned: what `from` names (tracked), or a clean slot
- * (one load when it already is: a number closed behind the wrappers' back
- * may have left a slot). */
+/* The number a dup returned names what `from` names. */
 static int duplicated(int from, int r)
 {
-	if (r >= 0 && bs_fd_state(bs_fds(), from) != BS_FD_NONE)
+	if (r >= 0)
 		copied(from, r);
-	else
-		bs_outcome_new_fd(r, 0); /* (its type: not known) */
 	return r;
 }
 

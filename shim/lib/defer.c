@@ -145,6 +145,8 @@ enum bs_screen bs_defer_screen(int fd)
 			bs_outcome_forget(fd); /* another socket took the number */
 		return BS_SCREEN_KEEP;
 	}
+	if (!bs_park_may_hide(fd))
+		return BS_SCREEN_KEEP; /* its error stays for the program to read */
 	uint64_t cookie = bs_sock_cookie(fd);
 	int err;
 	if (!cookie)

@@ -62,10 +62,30 @@ struct bs_decision bs_park_judge(const struct bs_config *cfg, struct bs_fdslot *
 	return d;
 }
 
+/* Does another number the wrappers saw copied (BS_FDF_TWIN) still name
+ * fd's socket? The kernel tells, by cookie. If none does (a dup2 onto the
+ * old number, then a close of the new one: perl's IO::Socket::IP), fd's
+ * mark goes. */
+static int named_twice(int fd, struct bs_fdslot *s)
+{
+	struct bs_fdtab *t = bs_fds();
+	uint64_t mine = bs_sock_cookie(fd);
+	unsigned high = atomic_load(&t->high);
+	for (unsigned i = 0; i < high && i < t->cap; i++)
+		if ((int)i != fd && (atomic_load(&t->slots[i].flags) & BS_FDF_TWIN) &&
+		    (!mine || bs_sock_cookie((int)i) == mine))
+			return 1;
+	atomic_fetch_and(&s->flags, ~BS_FDF_TWIN);
+	return 0;
+}
+
 static int can_hide(int fd, struct bs_fdslot *s)
 {
 	/* (no address kept: it could not reconnect) */
-	if ((atomic_load(&s->flags) & BS_FDF_NO_PARK) || !atomic_load(&s->addrlen))
+	unsigned flags = atomic_load(&s->flags);
+	if ((flags & BS_FDF_NO_PARK) || !atomic_load(&s->addrlen))
+		return 0;
+	if ((flags & BS_FDF_TWIN) && named_twice(fd, s))
 		return 0;
 	if (bs_sock_has_flag(fd, O_ASYNC)) { /* its signals would tell */
 		atomic_fetch_or(&s->flags, BS_FDF_NO_PARK);
@@ -108,6 +128,12 @@ static void log_give_up(int fd, const struct bs_budget *b, int err)
 	struct sockaddr_storage ss;
 	struct bs_dest d = bs_fd_dest(fd, &ss);
 	bs_outcome_give_up(&d, b, err);
+}
+
+int bs_park_may_hide(int fd)
+{
+	struct bs_fdslot *s = slot(fd);
+	return s && can_hide(fd, s);
 }
 
 uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd)

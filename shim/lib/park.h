@@ -60,6 +60,10 @@ int bs_park(const struct bs_config *cfg, int fd, int err);
  * there is no end, or if fd will not be parked (then no give-up line
  * follows the failure's own). */
 uint64_t bs_park_budget_end(const struct bs_config *cfg, int fd);
+/* Could fd's socket be hidden at all (it is not under two numbers, in two
+ * epoll sets, O_ASYNC...)? If not, the shim leaves its error where the
+ * kernel keeps it, for whichever number reads it first. */
+int bs_park_may_hide(int fd);
 
 /* A connect() of fd inside its destination's backoff window (fd already
  * tracked as connecting, nothing sent): park it at once, err being the

@@ -4,17 +4,19 @@ timeouts too large to end, timeouts the kernel refuses, timeouts below a
 millisecond, a parked socket given a second number by dup or fcntl, a
 select() beyond FD_SETSIZE, an address passed with a sockaddr_storage's
 length; and (issue 19's last survey) an epoll set waited on through poll()
-or select(), an epoll set closed while a dup of it lives on, and a
-connection reset after the program saw it writable. Each runs
+or select(), an epoll set closed while a dup of it lives on, a connection
+reset after the program saw it writable, and a socket copied before its
+connect (dup, or dup2 then close). Each runs
 tests/progs/parkedge (or wideaddr) with the shim and without it."""
 import re
 import shutil
 import socket
 import struct
 import subprocess
+import sys
 import time
 
-from lib import (Acceptor, LineReader, Server, TestSkip, base_env, check, finish, free_port, prog,
+from lib import (Acceptor, LineReader, Server, SynSniffer, TestSkip, base_env, check, finish, free_port, prog,
                  run, shim_env, spawn)
 
 DEFER = dict(BACKOFFSHIM_NONBLOCKING="defer", BACKOFFSHIM_INITIAL_BACKOFF="100ms",
@@ -192,3 +194,64 @@ def test_a_reset_after_the_program_saw_the_connection_is_the_programs():
               % (len(srv.accepts) - n, n))
     finally:
         srv.close()
+
+
+DUP_FIRST = r"""
+import select, socket, sys
+s = socket.socket(); s2 = s.dup(); s.setblocking(False)
+try:
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+except BlockingIOError:
+    pass
+p = select.poll(); p.register(s.fileno(), select.POLLOUT)
+first = p.poll(300)
+p2 = select.poll(); p2.register(s2.fileno(), select.POLLOUT)
+second = p2.poll(300)
+print([hex(e) for _, e in first], [hex(e) for _, e in second],
+      s2.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR),
+      s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+"""
+
+
+def test_a_socket_copied_before_its_connect_is_never_parked():
+    """s.dup() before the connect: one socket, two numbers, so its refusal
+    cannot be hidden (the other number would see it). Both numbers report
+    what they report without the shim, and the error is left for whichever
+    reads it first (it was hidden from the one and read away from the other
+    before)."""
+    port = free_port()
+    rc, plain, err = run([sys.executable, "-c", DUP_FIRST, str(port)], base_env())
+    check(rc == 0 and plain.strip() == "['0x1c'] ['0x1c'] 111 0", "without the shim: %r" % plain)
+    rc, shimmed, err = run([sys.executable, "-c", DUP_FIRST, str(port)], shim_env(**DEFER))
+    check(rc == 0 and shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+DUP2_THEN_CLOSE = r"""
+import os, select, socket, sys
+old = socket.socket(); new = socket.socket()
+os.dup2(new.fileno(), old.fileno()); new.close()
+old.setblocking(False)
+try:
+    old.connect(("127.0.0.1", int(sys.argv[1])))
+except BlockingIOError:
+    pass
+p = select.poll(); p.register(old.fileno(), select.POLLOUT)
+print([hex(e) for _, e in p.poll(10000)], old.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR))
+"""
+
+
+def test_a_copy_closed_before_the_connect_leaves_a_socket_that_is_retried():
+    """perl's IO::Socket::IP, for a name's second address: a new socket is
+    dup2()ed onto the old number and closed, then connected. The socket has
+    one number again, so it is parked and retried (max_attempts = 3: three
+    SYNs), and the program ends with the refusal as without the shim (one
+    SYN, never retried, before)."""
+    port = free_port()
+    rc, plain, err = run([sys.executable, "-c", DUP2_THEN_CLOSE, str(port)], base_env())
+    check(rc == 0 and plain.strip() == "['0x1c'] 111", "without the shim: %r" % plain)
+    with SynSniffer(port) as sn:
+        rc, shimmed, err = run([sys.executable, "-c", DUP2_THEN_CLOSE, str(port)],
+                               shim_env(BACKOFFSHIM_MAX_ATTEMPTS="3", **DEFER))
+        syns = sn.settled_count()
+    check(rc == 0 and shimmed == plain and syns == 3,
+          "with the shim %r (%d SYNs), without %r" % (shimmed, syns, plain))

@@ -176,8 +176,8 @@ static void test_pending_count(void **state)
 	assert_int_equal(atomic_load(&t->pending), 1);
 	bs_fd_copy(t, 4, 7); /* a second number for a connecting socket */
 	assert_int_equal(atomic_load(&t->pending), 2);
-	assert_true(atomic_load(&t->slots[4].flags) & BS_FDF_NO_PARK);
-	assert_true(atomic_load(&t->slots[7].flags) & BS_FDF_NO_PARK);
+	assert_true(atomic_load(&t->slots[4].flags) & BS_FDF_TWIN);
+	assert_true(atomic_load(&t->slots[7].flags) & BS_FDF_TWIN);
 	bs_fd_fail(t, 4, 111); /* an owed error is pending until taken */
 	assert_int_equal(atomic_load(&t->pending), 2);
 	assert_int_equal(bs_fd_take_err(t, 4), 111);
@@ -219,9 +219,21 @@ static void test_copy(void **state)
 	assert_int_equal(bs_fd_state(t, 9), BS_FD_NONE);
 	bs_fd_copy(t, -1, 20);
 	assert_int_equal(bs_fd_state(t, 20), BS_FD_NONE);
-	bs_fd_copy(t, 4, 5); /* untracked onto untracked */
+	bs_fd_copy(t, 4, 5); /* untracked onto untracked: one socket, two numbers */
 	assert_int_equal(bs_fd_state(t, 5), BS_FD_NONE);
+	assert_int_equal(atomic_load(&t->slots[4].flags), BS_FDF_TWIN);
+	assert_int_equal(atomic_load(&t->slots[5].flags), BS_FDF_TWIN);
 	expect_slot(t, 3, BS_FD_PROBATION, 0x33, 100, 80, &a, sizeof a);
+	/* the mark stays through a connect's tracking and the fast track's test,
+	 * and goes when the number names a new descriptor */
+	bs_fd_track(t, 5, BS_FD_CONNECTING, 0x55, 1, 1, NULL, 0);
+	assert_true(atomic_load(&t->slots[5].flags) & BS_FDF_TWIN);
+	bs_fd_renew(t, 4);
+	assert_true(bs_fd_fresh_ready(&t->slots[4]));
+	atomic_store(&t->slots[4].flags, BS_FDF_TWIN);
+	assert_true(bs_fd_fresh_ready(&t->slots[4]));
+	bs_fd_renew(t, 4);
+	assert_int_equal(atomic_load(&t->slots[4].flags), 0);
 
 	/* onto itself: nothing changes */
 	bs_fd_copy(t, 3, 3);
