@@ -283,9 +283,10 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 		return settled(cfg, fd, &d, t0, err, probe);
 	if (bs_sock_was_established(fd)) {
 		/* connected (a program may learn that from POLLOUT alone), then
-		 * reset: the connection's error, the program's as it is */
+		 * reset: the connection's error, the program's as it is; to the
+		 * schedule, a connection closed before its first byte */
 		settled(cfg, fd, &d, t0, 0, probe);
-		bs_outcome_forget(fd);
+		bs_outcome_closed_early(cfg, fd, &d, err);
 		return err;
 	}
 	return failed(cfg, fd, &d, t0, start, err, may_wait, probe);
