@@ -33,6 +33,7 @@ struct call {
 	struct bs_entry *e;
 	struct bs_attempt a; /* its budget and what it knows (attempt.h) */
 	int prog_has_tv;    /* the program set SO_SNDTIMEO (the EINTR rule) */
+	uint64_t cookie;    /* fd's socket when the call began to back off (0: an op) */
 	uint32_t tid;
 	int fallback;       /* the program has other addresses of the name */
 	int lock;           /* the shared table's lock for our probe, or -1 */
@@ -340,10 +341,21 @@ static int carry_out(struct call *c, const struct bs_decision *d, uint64_t s,
 	}
 }
 
+/* Another thread closed the program's socket while the call waited, and
+ * the number may name a new one: the call ends with its last real error,
+ * which the kernel's connect on the closed socket would have returned;
+ * nothing is attempted on whatever the number names now. */
+static int socket_gone(const struct call *c)
+{
+	return c->cookie && bs_sock_cookie(c->fd) != c->cookie;
+}
+
 static int loop(struct call *c)
 {
 	uint64_t longest = bs_policy_longest_wait(&c->cfg->policy);
 	for (;;) {
+		if (socket_gone(c))
+			return -(c->a.last_err ? c->a.last_err : EBADF);
 		if (!hold_entry(c)) /* table full of live entries: go untracked */
 			return bs_budget_stop(&c->a.b, BS_STOP_TABLE_FULL), end_call(c);
 		uint64_t s = atomic_load(&c->e->state), now = bs_now();
@@ -439,6 +451,7 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 						       bs_dest_host(&c->dest), start, BS_RES_FALLBACK);
 	uint64_t prog = c->op ? BS_BUDGET_NO_TIMEOUT : bs_sock_sndtimeo_ns(c->fd);
 	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
+	c->cookie = c->op ? 0 : bs_sock_cookie(c->fd);
 	bs_attempt_init(&c->a, c->cfg, start, prog); /* the call's budget, from start */
 	if (!c->e)
 		c->e = bs_shared_claim(&c->dest, start, c->cfg->policy.max_backoff);

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -258,6 +259,37 @@ void bs_shared_mark_known(const struct bs_entry *e)
 
 /* ---- liveness: open-file-description locks in the lock file ---- */
 
+/* The lock file's descriptors sit high, out of the numbers a program
+ * counts on (the lowest free one first: a thread's socket() while another
+ * waits gets the number it gets without the shim): from LOCK_FD_LOW, or
+ * lower under a small limit, and never within LOCK_FD_ROOM of the limit.
+ * A process whose limit leaves no such room goes without the lock, as
+ * where the lock file cannot be made. */
+#define LOCK_FD_LOW 512
+#define LOCK_FD_ROOM 64
+
+static int moved_high(int fd)
+{
+	struct rlimit rl;
+	int high = -1;
+	if (BS_SYS(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) == 0 &&
+	    rl.rlim_cur >= 2 * LOCK_FD_ROOM) {
+		rlim_t from = rl.rlim_cur - LOCK_FD_ROOM < LOCK_FD_LOW ? rl.rlim_cur - LOCK_FD_ROOM
+								       : LOCK_FD_LOW;
+		high = (int)BS_SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, (int)from);
+		if (high >= 0 && (rlim_t)high >= rl.rlim_cur - LOCK_FD_ROOM / 2) {
+			BS_SYS(SYS_close, high); /* crowded up there: none */
+			high = -1;
+		}
+	}
+	BS_SYS(SYS_close, fd);
+	return high;
+}
+
+/* The lock file as the last open found it, so that a release closes only
+ * a number that still names it. */
+static _Atomic uint64_t g_lock_dev, g_lock_ino;
+
 /* The lock file, opened for one use: fd, or -1. It must be this user's
  * own regular file, open to nobody else; it is never mapped. */
 static int open_lock_file(void)
@@ -266,18 +298,29 @@ static int open_lock_file(void)
 		return -1;
 	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, g_lock_path,
 			     O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
-	if (fd >= 0 && fd <= 2) { /* (a program started with 0-2 closed keeps them so) */
-		int high = (int)BS_SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 3);
-		BS_SYS(SYS_close, fd);
-		fd = high;
-	}
+	if (fd >= 0)
+		fd = moved_high(fd);
 	struct stat st;
 	if (fd >= 0 && (BS_SYS(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 			st.st_uid != euid() || (st.st_mode & 077))) {
 		BS_SYS(SYS_close, fd);
 		fd = -1;
 	}
+	if (fd >= 0) {
+		atomic_store(&g_lock_dev, (uint64_t)st.st_dev);
+		atomic_store(&g_lock_ino, (uint64_t)st.st_ino);
+	}
 	return fd;
+}
+
+/* Does fd still name the lock file? The program may have closed the
+ * number (closefrom, close_range) and reused it meanwhile. */
+static int names_lock_file(int fd)
+{
+	struct stat st;
+	return BS_SYS(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_dev == atomic_load(&g_lock_dev) &&
+	       (uint64_t)st.st_ino == atomic_load(&g_lock_ino);
 }
 
 /* A write lock on one byte of the lock file (shtab.h says which). */
@@ -308,7 +351,7 @@ int bs_shared_hold(const struct bs_entry *e)
 
 void bs_shared_release(int token)
 {
-	if (token >= 0)
+	if (token >= 0 && names_lock_file(token))
 		BS_SYS(SYS_close, token); /* the last close of the description unlocks */
 }
 

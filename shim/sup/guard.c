@@ -3,10 +3,13 @@
 
 #include "scm.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define HELD_MAX 1024
@@ -47,6 +50,8 @@ static void guard_main(int sock)
 	_exit(0);
 }
 
+static pid_t guard_pid;
+
 int bs_guard_start(void)
 {
 	int sv[2];
@@ -68,7 +73,27 @@ int bs_guard_start(void)
 		guard_main(3);
 	}
 	close(sv[1]);
+	guard_pid = pid;
 	return sv[0];
+}
+
+/* How long the supervisor waits, at its end, for the guard to go. */
+#define STOP_WAIT_MS 1000
+
+void bs_guard_stop(int guard)
+{
+	if (guard < 0 || guard_pid <= 0)
+		return;
+	close(guard); /* its end of the pair reads EOF: it exits */
+	int pidfd = (int)syscall(SYS_pidfd_open, guard_pid, 0);
+	if (pidfd >= 0) {
+		struct pollfd p = {pidfd, POLLIN, 0};
+		while (poll(&p, 1, STOP_WAIT_MS) < 0 && errno == EINTR)
+			;
+		close(pidfd);
+	}
+	if (waitpid(guard_pid, NULL, WNOHANG) == guard_pid)
+		guard_pid = 0;
 }
 
 void bs_guard_hold(int guard, uint64_t id, int sock)

@@ -12,7 +12,7 @@
  * Promise: best effort and never blocking the supervisor: a message that
  * does not fit is dropped. The guard holds no end of the program's stdio
  * and none of the supervisor's descriptors but its own socket; it exits
- * when the supervisor does.
+ * when the supervisor does, which reaps it.
  */
 #ifndef BS_SUP_GUARD_H
 #define BS_SUP_GUARD_H
@@ -24,5 +24,10 @@ int bs_guard_start(void);
 /* Hold sock (a duplicate, not taken over) under id; let it go. */
 void bs_guard_hold(int guard, uint64_t id, int sock);
 void bs_guard_release(int guard, uint64_t id);
+/* The supervisor ends: the guard is told to go (its socket closed) and
+ * reaped, so that no zombie is left to a parent that never reaps unknown
+ * children (a script as a container's PID 1, a subreaper). Waits at most a
+ * second for it; a guard stopped meanwhile is left as before. */
+void bs_guard_stop(int guard);
 
 #endif

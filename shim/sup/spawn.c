@@ -309,8 +309,10 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	sigaction(SIGCHLD, &dfl, &old_chld); /* (an inherited SIG_IGN would reap it for us) */
 	pid_t parent = getpid();
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		bs_guard_stop(guard);
 		return perror("backoffshim run: fork"), 125;
+	}
 	if (pid == 0) {
 		close(sv[0]);
 		child(argv, sv[1], parent, &old, &old_chld);
@@ -333,5 +335,6 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	(void)!write(sv[0], "g", 1); /* (if the child died early, its status tells) */
 	close(sv[0]);
 	run_loop(&l);
+	bs_guard_stop(guard);
 	return end_like(l.status, l.status > 128 ? l.status - 128 : 0);
 }

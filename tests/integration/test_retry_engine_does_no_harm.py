@@ -388,3 +388,64 @@ def test_unix_upload_is_not_paced():
     check(got == [b"line %d" % i for i in range(4)], "server got %r" % got)
     check(not _shim_lines(err), "paced: %r" % _shim_lines(err))
     check_not_delayed("4 AF_UNIX uploads", _took(err0), _took(err))
+
+
+# ---- a second thread acts while the first waits in the shim ----
+
+def _while_waiting(case):
+    """tests/progs/waiters CASE: its main thread acts once its connecting
+    thread waits in the shim's backoff (the shim's first "attempt 1" line;
+    without the shim at once). Returns both runs' stdout lines, sorted (the
+    two threads print in either order)."""
+    port = free_port()
+    cmd = [prog("waiters"), case, str(port)]
+    plain = subprocess.run(cmd, env=base_env(), input="go\n", capture_output=True, text=True,
+                           timeout=20)
+    check(plain.returncode == 0, "%s without the shim: %r" % (case, plain))
+    env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="300ms", BACKOFFSHIM_MAX_ELAPSED="2s")
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    err, waiting = [], threading.Event()
+
+    def read_err():
+        for line in p.stderr:
+            err.append(line)
+            if "(attempt 1)" in line:
+                waiting.set()
+    reader = threading.Thread(target=read_err, daemon=True)
+    reader.start()
+    check(waiting.wait(10), "%s: the thread never waited: %r" % (case, err))
+    p.stdin.write("go\n")
+    p.stdin.close()
+    out = p.stdout.read()
+    check(p.wait(20) == 0, "%s with the shim: rc=%d %r" % (case, p.returncode, err))
+    reader.join(5)
+    return sorted(plain.stdout.splitlines()), sorted(out.splitlines())
+
+
+def test_a_thread_waiting_in_the_shim_takes_no_number_from_the_program():
+    """While one thread backs off, another's socket() gets the number it gets
+    without the shim, even under an fd limit of 5: the shared table's lock
+    file sits high (it took the lowest free number, so the other thread got
+    5 instead of 4, or EMFILE)."""
+    for case in ("socket", "rlimit"):
+        plain, shimmed = _while_waiting(case)
+        check(shimmed == plain, "%s: with the shim %r, without %r" % (case, shimmed, plain))
+
+
+def test_a_thread_waiting_in_the_shim_never_closes_a_number_the_program_reused():
+    """closefrom(4) while a thread backs off, then a pipe that takes 4 and 5:
+    the shim's lock file was among the closed numbers, and its release must
+    not close the pipe (it did: the write died of SIGPIPE)."""
+    plain, shimmed = _while_waiting("closefrom")
+    check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+def test_a_socket_closed_while_its_connect_backs_off_is_not_replaced_by_a_new_one():
+    """Another thread closes the socket a connect backs off on and makes a
+    new one, which takes its number: the shim never connects the new socket
+    (it did, and bind and listen then failed with EINVAL); the waiting
+    connect ends with its last real error, as the kernel's connect on the
+    closed socket would."""
+    plain, shimmed = _while_waiting("reuse")
+    check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))

@@ -629,6 +629,31 @@ def test_grandchildren_retried():
                                                % (cst, p2)], p2))
 
 
+
+REAPER = r"""
+import ctypes, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+rc = subprocess.run(sys.argv[1:]).returncode
+me = str(os.getpid())
+left = [p for p in os.listdir("/proc") if p.isdigit() and
+        open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1] == me]
+print("rc=%d children=%d" % (rc, len(left)))
+"""
+
+
+def test_the_engine_leaves_no_child_to_a_reaper():
+    """A parent that reaps only the children it knows (a script as a
+    container's PID 1, a subreaper) is left with no process of the engine's:
+    the supervisor reaps its guard before it ends (each run left a zombie
+    backoffshim-grd before)."""
+    need_engine()
+    cmd = ["sh", "-c", "exit 3"]
+    rc, plain, err = run([sys.executable, "-c", REAPER] + cmd, base_env())
+    check(plain.strip() == "rc=3 children=0", "without the engine: %r %r" % (plain, err))
+    rc, got, err = run([sys.executable, "-c", REAPER] + under(cmd), eng_env())
+    check(got == plain, "under the engine %r, without %r" % (got, plain))
+
+
 # --- 6. exit status and signals ----------------------------------------------
 
 def test_exit_status_passes_through():
