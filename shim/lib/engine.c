@@ -66,6 +66,16 @@ static int retries(const struct call *c, int err)
 	return c->op ? c->op->retries(c->cfg, err) : bs_config_retries(c->cfg, err);
 }
 
+/* The destination backs off for an error this call's settings would not
+ * retry (another process's are wider: resolve = wait, more of retry_on):
+ * that schedule is not this call's to wait on, so the program's own
+ * attempt goes at once, as without the shim. */
+static int not_ours(const struct call *c, uint64_t s)
+{
+	int last = s && c->e ? (int)atomic_load(&c->e->last_err) : 0;
+	return last > 0 && !retries(c, last);
+}
+
 /* The attempt the program itself would make: 0 or -err. */
 static int plain_try(struct call *c)
 {
@@ -487,7 +497,7 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	uint64_t t0 = 0;
 	int err = 0;
 
-	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len))) {
+	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len)) || not_ours(&c, s)) {
 		/* the program's own connect (a connect to one of its own
 		 * listening ports always goes) */
 		t0 = bs_now();
@@ -529,7 +539,7 @@ int bs_engine_retry_op(const struct bs_config *cfg, const struct bs_dest *d, str
 		bs_shared_forget_stale(cfg, c.e);
 	uint64_t s = c.e ? atomic_load(&c.e->state) : 0, t0 = 0;
 	int err = 0;
-	if (bs_state_may_attempt(s)) { /* the program's own attempt */
+	if (bs_state_may_attempt(s) || not_ours(&c, s)) { /* the program's own attempt */
 		t0 = bs_now();
 		int r = plain_try(&c);
 		if (r == 0) {

@@ -263,26 +263,32 @@ void bs_shared_mark_known(const struct bs_entry *e)
  * counts on (the lowest free one first: a thread's socket() while another
  * waits gets the number it gets without the shim): from LOCK_FD_LOW, or
  * lower under a small limit, and never within LOCK_FD_ROOM of the limit.
- * A process whose limit leaves no such room goes without the lock, as
- * where the lock file cannot be made. */
+ * (The open itself takes the lowest free number for the few instructions
+ * until the move.) A process whose limit leaves no such room goes without
+ * the lock, as where the lock file cannot be made: its open is not even
+ * tried. */
 #define LOCK_FD_LOW 512
 #define LOCK_FD_ROOM 64
 
-static int moved_high(int fd)
+/* The number to move a lock file descriptor up to, or 0 for none. */
+static rlim_t lock_fd_floor(rlim_t *limit)
 {
 	struct rlimit rl;
-	int high = -1;
-	if (BS_SYS(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) == 0 &&
-	    rl.rlim_cur >= 2 * LOCK_FD_ROOM) {
-		rlim_t from = rl.rlim_cur - LOCK_FD_ROOM < LOCK_FD_LOW ? rl.rlim_cur - LOCK_FD_ROOM
-								       : LOCK_FD_LOW;
-		high = (int)BS_SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, (int)from);
-		if (high >= 0 && (rlim_t)high >= rl.rlim_cur - LOCK_FD_ROOM / 2) {
-			BS_SYS(SYS_close, high); /* crowded up there: none */
-			high = -1;
-		}
-	}
+	if (BS_SYS(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) != 0 ||
+	    rl.rlim_cur < 2 * LOCK_FD_ROOM)
+		return 0;
+	*limit = rl.rlim_cur;
+	return rl.rlim_cur - LOCK_FD_ROOM < LOCK_FD_LOW ? rl.rlim_cur - LOCK_FD_ROOM : LOCK_FD_LOW;
+}
+
+static int moved_high(int fd, rlim_t floor, rlim_t limit)
+{
+	int high = (int)BS_SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, (int)floor);
 	BS_SYS(SYS_close, fd);
+	if (high >= 0 && (rlim_t)high >= limit - LOCK_FD_ROOM / 2) {
+		BS_SYS(SYS_close, high); /* crowded up there: none */
+		high = -1;
+	}
 	return high;
 }
 
@@ -294,12 +300,13 @@ static _Atomic uint64_t g_lock_dev, g_lock_ino;
  * own regular file, open to nobody else; it is never mapped. */
 static int open_lock_file(void)
 {
-	if (!g_lock_path[0])
+	rlim_t limit = 0, floor = lock_fd_floor(&limit);
+	if (!g_lock_path[0] || !floor)
 		return -1;
 	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, g_lock_path,
 			     O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
 	if (fd >= 0)
-		fd = moved_high(fd);
+		fd = moved_high(fd, floor, limit);
 	struct stat st;
 	if (fd >= 0 && (BS_SYS(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 			st.st_uid != euid() || (st.st_mode & 077))) {

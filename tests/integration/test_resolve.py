@@ -79,6 +79,44 @@ def test_temporary_retries_servfail_but_leaves_nxdomain_to_the_program():
                           wait=0.05)
 
 
+
+def _backing_off(table, name, timeout=10):
+    """Whether `backoffshim status` lists name (any port) as failing in
+    table within timeout: polled, as no event says so."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = subprocess.run([CLI, "status", "--json", "--table", table], env=base_env(),
+                           capture_output=True, text=True, timeout=10)
+        if any(e["destination"].startswith(name + ":") and e["failures"] > 0
+               for e in json.loads(r.stdout or "[]")):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_schedule_kept_for_an_error_this_process_leaves_alone_is_not_waited_on():
+    """Process A (resolve = wait) backs off on a name that does not exist;
+    process B (resolve = temporary) looks the same name up in the same table.
+    NXDOMAIN is not B's to retry, so B does not join A's schedule: its lookup
+    goes at once and fails as without the shim (it waited for A's next step
+    first, up to its initial_backoff)."""
+    table = new_table()
+    slow = dict(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="800ms",
+                BACKOFFSHIM_MAX_BACKOFF="2s")
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        plain = gai("nothere", base_env())
+        a = spawn([sys.executable, "-c", "import socket\n"
+                   "socket.getaddrinfo('nothere', 80)"],
+                  shim_env(BACKOFFSHIM_RESOLVE="wait", BACKOFFSHIM_MAX_ELAPSED="5s", **slow))
+        try:
+            check(_backing_off(table, "nothere"), "A never backed off on the name")
+            b = gai("nothere", shim_env(BACKOFFSHIM_RESOLVE="temporary", **slow))
+        finally:
+            a.kill()
+            a.wait()
+        check(plain.code == b.code == EAI_NONAME, "codes %r %r" % (plain, b))
+        check_not_delayed("B's NXDOMAIN while A backs off", plain.seconds, b.seconds, wait=0.8)
+
 def test_off_by_default_every_failure_is_the_programs():
     env = shim_env()
     with DnsServer(default="servfail") as srv, private_resolver():

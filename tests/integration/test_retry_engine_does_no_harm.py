@@ -2,6 +2,7 @@
 with and without the shim and compares what it does, what it prints and what
 its peers receive. The row numbers are those of the reliability audit
 (issue 7)."""
+import json
 import os
 import socket
 import subprocess
@@ -392,35 +393,51 @@ def test_unix_upload_is_not_paced():
 
 # ---- a second thread acts while the first waits in the shim ----
 
-def _while_waiting(case):
-    """tests/progs/waiters CASE: its main thread acts once its connecting
-    thread waits in the shim's backoff (the shim's first "attempt 1" line;
-    without the shim at once). Returns both runs' stdout lines, sorted (the
-    two threads print in either order)."""
-    port = free_port()
-    cmd = [prog("waiters"), case, str(port)]
-    plain = subprocess.run(cmd, env=base_env(), input="go\n", capture_output=True, text=True,
-                           timeout=20)
-    check(plain.returncode == 0, "%s without the shim: %r" % (case, plain))
-    env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="300ms", BACKOFFSHIM_MAX_ELAPSED="2s")
-    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    err, waiting = [], threading.Event()
+def _waiting_in(table, timeout=10):
+    """Whether `backoffshim status` counts a waiting thread in table within
+    timeout (a waiter counts once its cell's lock is held: the shim then
+    opens nothing until its wait ends). Polled: no event says so."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = subprocess.run([os.path.join(BUILD, "backoffshim"), "status", "--json", "--table",
+                            table], env=base_env(), capture_output=True, text=True, timeout=10)
+        if any(e["waiting_threads"] > 0 for e in json.loads(r.stdout or "[]")):
+            return True
+        time.sleep(0.02)
+    return False
 
-    def read_err():
-        for line in p.stderr:
-            err.append(line)
-            if "(attempt 1)" in line:
-                waiting.set()
-    reader = threading.Thread(target=read_err, daemon=True)
-    reader.start()
-    check(waiting.wait(10), "%s: the thread never waited: %r" % (case, err))
-    p.stdin.write("go\n")
-    p.stdin.close()
-    out = p.stdout.read()
-    check(p.wait(20) == 0, "%s with the shim: rc=%d %r" % (case, p.returncode, err))
-    reader.join(5)
-    return sorted(plain.stdout.splitlines()), sorted(out.splitlines())
+
+def _waiters(case, env):
+    """tests/progs/waiters CASE, told to go once its connecting thread is
+    done (without the shim: its line on stdout) or waits in the shim's
+    backoff (status counts it). Its stdout lines, sorted (the two threads
+    print in either order). Told at once after the shim's log line, a
+    program would meet the few instructions in which a lock file's open
+    holds the lowest free number before moving it up (shared.c)."""
+    p = subprocess.Popen([prog("waiters"), case, str(free_port())], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    lines = []
+    if "LD_PRELOAD" in env and case == "rlimit":
+        # (under a limit of 5 the shim takes no lock, so status counts no
+        # waiter, and opens nothing: its first wait's line is the event)
+        first = p.stderr.readline()
+        check("(attempt 1)" in first, "%s: the thread never waited: %r" % (case, first))
+    elif "LD_PRELOAD" in env:
+        check(_waiting_in(env["BACKOFFSHIM_SHARED"]), "%s: the thread never waited" % case)
+    else:
+        lines.append(p.stdout.readline())
+        check(lines[0].startswith("thread fd="), "%s: %r" % (case, lines))
+    out, err = p.communicate("go\n", timeout=20)
+    check(p.returncode == 0, "%s: rc=%d %r" % (case, p.returncode, err))
+    return sorted(("".join(lines) + out).splitlines())
+
+
+def _while_waiting(case):
+    """waiters CASE without the shim and with it (its main thread acting
+    while the other waits in the shim): both runs' sorted stdout lines."""
+    env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="300ms", BACKOFFSHIM_MAX_ELAPSED="2s")
+    return _waiters(case, base_env()), _waiters(case, env)
 
 
 def test_a_thread_waiting_in_the_shim_takes_no_number_from_the_program():
