@@ -77,9 +77,10 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 	put_escaped(": ", why, 1000, "\n"); /* may quote an earlier section's spec */
 }
 
-/* A path setting whose directory is missing: the library would fall back
- * (to stderr, or a private table), so the file is not OK. Checked on this
- * machine, which should be the one the file is for. */
+/* A log file whose directory is missing: the library would log to stderr,
+ * so the file is not OK. Checked on this machine, which should be the one
+ * the file is for. (`shared = /path` is only a table's name, hashed into
+ * its key: no file is made there.) */
 static void check_dir_of(const char *origin, const char *key, const char *path,
 			 unsigned *problems)
 {
@@ -95,8 +96,6 @@ static void check_paths(const struct bs_config *c, const char *origin, unsigned 
 {
 	if (c->log_file[0])
 		check_dir_of(origin, "[log] file", c->log_file, problems);
-	if (c->shared[0] == '/')
-		check_dir_of(origin, "shared", c->shared, problems);
 }
 
 /* One FILE, or the variables (path NULL) and the names no one reads,

@@ -58,6 +58,9 @@ int bs_cli_usage(const char *sub, const char *fmt, ...)
 /* The usage error for what getopt_long returned ('?' or ':'), using optopt
  * and argv[optind - 1]. Returns BS_EXIT_USAGE. */
 int bs_cli_bad_option(const char *sub, int ret, char **argv);
+/* --engine's value (run's, and schedule's, which takes run's options):
+ * 0 with *e 0 auto, 1 preload, 2 seccomp; else the usage error (2). */
+int bs_cli_engine(const char *sub, const char *v, int *e);
 
 /* A duration in the units the config accepts: "0", "250ms", "1.6s", "2m",
  * "409.6ms"; at most 3 decimals (rounded). buf needs 32 bytes. */

@@ -421,13 +421,13 @@ static int run_seccomp(char **argv)
 	return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
-static int parse_engine(const char *v, enum engine *e)
+int bs_cli_engine(const char *sub, const char *v, int *e)
 {
 	static const char *const names[] = {"auto", "preload", "seccomp"};
 	for (int i = 0; i < 3; i++)
 		if (!strcmp(v, names[i]))
-			return *e = (enum engine)i, 0;
-	return bs_cli_usage("run", "--engine '%s': expected auto, preload or seccomp", v);
+			return *e = i, 0;
+	return bs_cli_usage(sub, "--engine '%s': expected auto, preload or seccomp", v);
 }
 
 static int run_main(int argc, char **argv)
@@ -448,8 +448,10 @@ static int run_main(int argc, char **argv)
 			if (set_config_file(optarg))
 				return BS_EXIT_USAGE;
 		} else if (c == OPT_ENGINE) {
-			if (parse_engine(optarg, &engine))
+			int e = 0;
+			if (bs_cli_engine("run", optarg, &e))
 				return BS_EXIT_USAGE;
+			engine = (enum engine)e;
 		} else if (c == 'h') {
 			fputs(help_text, stdout);
 			return 0;

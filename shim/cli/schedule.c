@@ -37,10 +37,12 @@ static const char help_text[] =
 	"                     else a random one, which is printed); the same seed\n"
 	"                     gives the same output\n"
 	"  --initial-backoff D, --max-backoff D, --multiplier X, --jitter X,\n"
-	"  --max-elapsed D, --max-attempts N, --policy NAME, --log LEVEL, --pace\n"
-	"                     as for run (they set the same variables), so that a\n"
-	"                     run line can be previewed; a trailing [--] CMD ARGS...\n"
-	"                     is accepted, as run takes it, and not run\n"
+	"  --max-elapsed D, --max-attempts N, --policy NAME, --log LEVEL, --pace,\n"
+	"  --resolve MODE, --engine E\n"
+	"                     as for run (they set the same variables; both engines\n"
+	"                     keep one schedule), so that a run line can be\n"
+	"                     previewed; a trailing [--] CMD ARGS... is accepted,\n"
+	"                     as run takes it, and not run\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"Exit status: 0; 1 if the config file cannot be read (missing, unreadable,\n"
@@ -174,6 +176,7 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 		{"config", required_argument, NULL, 'c'},
 		{"dest", required_argument, NULL, 'd'},
 		{"seed", required_argument, NULL, 's'},
+		{"engine", required_argument, NULL, 'e'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -207,6 +210,12 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 				return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
 			o->have_seed = 1;
 			break;
+		case 'e': { /* run's: both engines keep one schedule */
+			int e = 0;
+			if (bs_cli_engine("schedule", optarg, &e))
+				return BS_EXIT_USAGE;
+			break;
+		}
 		case 'h':
 			fputs(help_text, stdout);
 			return 0;

@@ -724,7 +724,7 @@ int bs_cmd_reset(int argc, char **argv)
 			continue;
 		bs_entry_reset(&t->entries[i]); /* and wake every waiter */
 		syscall(SYS_futex, &t->entries[i].seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
-		printf("reset %s (%u failures)\n", r.dest, r.failures);
+		printf("reset %s (%u %s)\n", r.dest, r.failures, r.failures == 1 ? "failure" : "failures");
 		n++;
 	}
 	unsigned fixed = o.all ? rebuild(t) : 0;

@@ -34,6 +34,7 @@ struct call {
 	struct bs_attempt a; /* its budget and what it knows (attempt.h) */
 	int prog_has_tv;    /* the program set SO_SNDTIMEO (the EINTR rule) */
 	uint64_t cookie;    /* fd's socket when the call began to back off (0: an op) */
+	int wait_counted;   /* its wait since the last attempt is in n_waited */
 	uint32_t tid;
 	int fallback;       /* the program has other addresses of the name */
 	int lock;           /* the shared table's lock for our probe, or -1 */
@@ -157,7 +158,9 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	stop_waiting(c);
 	still_open(c);
 	pthread_testcancel(); /* (a cancel arrives as EINTR here) */
-	atomic_fetch_add(&c->e->n_waited, 1);
+	if (!c->wait_counted) /* (one wait between two attempts, however many wake-ups) */
+		atomic_fetch_add(&c->e->n_waited, 1);
+	c->wait_counted = 1;
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
 	if (r == EINTR && !c->op && bs_intr_returns_eintr(c->prog_has_tv))
 		return bs_budget_stop(&c->a.b, BS_STOP_SIGNAL), end_call(c);
@@ -190,6 +193,7 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 	int err = 0;
 	enum bs_sock_outcome r;
 	c->held = mine;
+	c->wait_counted = 0;
 	atomic_store(&c->in_attempt, 1);
 	if (c->op)
 		r = (err = c->op->attempt(c->op)) ? BS_ATT_FAIL : BS_ATT_OK;
@@ -236,6 +240,7 @@ static int hold_entry(struct call *c)
  * plain connect, exactly as on the fast path, its outcome recorded. */
 static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
 {
+	c->wait_counted = 0;
 	int r = plain_try(c);
 	if (r == 0) {
 		bs_outcome_connected(&c->dest, c->fd, now);
@@ -462,6 +467,7 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	uint64_t prog = c->op ? BS_BUDGET_NO_TIMEOUT : bs_sock_sndtimeo_ns(c->fd);
 	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
 	c->cookie = c->op ? 0 : bs_sock_cookie(c->fd);
+	c->wait_counted = 0;
 	bs_attempt_init(&c->a, c->cfg, start, prog); /* the call's budget, from start */
 	if (!c->e)
 		c->e = bs_shared_claim(&c->dest, start, c->cfg->policy.max_backoff);

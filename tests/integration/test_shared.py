@@ -543,3 +543,20 @@ def test_a_success_in_another_process_releases_a_parked_socket_within_250ms():
     check(int(events) & 4 and so_error == "0", "the parked socket reported %r" % ev)
     check(float(at) - t_success <= 0.25, "released %.3fs after the other process connected"
           % (float(at) - t_success))
+
+
+def test_status_counts_each_wait_between_attempts_once():
+    """max_attempts = 3 against a dead port: two waits between attempts,
+    each longer than the 500 ms a waiter sleeps at a time with a shared
+    table. status says 2 waits (it counted each wake-up: 4 or 5)."""
+    table, dead = new_table(), free_port()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ATTEMPTS="3", BACKOFFSHIM_LOG="off",
+                   BACKOFFSHIM_INITIAL_BACKOFF="700ms", BACKOFFSHIM_MAX_BACKOFF="1s",
+                   BACKOFFSHIM_JITTER="0")
+    rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(dead)], env)
+    r = subprocess.run([CLI, "status", "--json", "--table", table], env=base_env(),
+                       capture_output=True, text=True, timeout=10)
+    rows = [e for e in json.loads(r.stdout or "[]")
+            if e["destination"] == "127.0.0.1:%d" % dead]
+    check(len(rows) == 1 and rows[0]["waits"] == 2 and rows[0]["seconds_waited"] >= 1.4,
+          "status: %r (client %r)" % (rows, (rc, out, err)))
