@@ -67,6 +67,17 @@ int bs_nb_wait_due(const struct bs_config *cfg, int fd, const struct bs_dest *d,
 	return bs_outcome_give_up(d, &a.b, bs_nb_last_err(d->key));
 }
 
+/* Could connect() itself fail with err (a server down or out of reach)?
+ * Pace makes up only such a failure: a window that a connection's reset
+ * opened (ECONNRESET, a server that took a request and reset it) lets the
+ * connect go, since no kernel's connect would report it and the server is
+ * up. */
+static int a_connects_error(int err)
+{
+	return err == ECONNREFUSED || err == ETIMEDOUT || err == EHOSTUNREACH ||
+	       err == ENETUNREACH;
+}
+
 /* A connect to a destination that may be in its backoff window, by mode,
  * as the attempt model says (bs_attempt_no_wait). Returns 1 with the
  * result in *r if the call is settled here, 0 to send the attempt (*probe
@@ -91,7 +102,8 @@ static int in_window(const struct bs_config *cfg, int fd, const struct sockaddr 
 	if (pace) {
 		/* no packet sent, but a destination that comes back is found
 		 * within initial_backoff */
-		return *r = -bs_nb_last_err(key), 1;
+		int last = bs_nb_last_err(key);
+		return a_connects_error(last) ? (*r = -last, 1) : 0;
 	}
 	/* defer, retry: a non-blocking connect() never waits: parked */
 	*r = bs_outcome_started(cfg, fd, addr, len, key, now);

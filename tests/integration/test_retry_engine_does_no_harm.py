@@ -466,3 +466,55 @@ def test_a_socket_closed_while_its_connect_backs_off_is_not_replaced_by_a_new_on
     closed socket would."""
     plain, shimmed = _while_waiting("reuse")
     check(shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+# ---- a healthy server that resets one request ----
+
+PROXY_LIKE = r"""
+import select, socket, sys
+lst = socket.socket(); lst.bind(("127.0.0.1", 0)); lst.listen()  # a server: auto is pace
+port, res = int(sys.argv[1]), []
+for req in (b"rst", b"ok", b"ok"):
+    s = socket.socket(); s.setblocking(False)
+    e = s.connect_ex(("127.0.0.1", port))
+    if e == 115:
+        select.select([], [s], [], 5)
+        e = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if e:
+        res.append("connect %d" % e)
+    else:
+        s.setblocking(True)
+        s.sendall(req)
+        try:
+            res.append("recv %r" % s.recv(100))
+        except OSError as ex:
+            res.append("recv %d" % ex.errno)
+    s.close()
+print(res)
+"""
+
+
+def _reset_on_request(conn):
+    """Reads the request: 'rst' is answered with a reset (SO_LINGER 0),
+    anything else with 'ok'."""
+    if conn.recv(16) == b"rst":
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+    else:
+        conn.sendall(b"ok")
+
+
+def test_a_server_that_resets_one_request_stays_up_for_a_proxy():
+    """A proxy-like server process (pace mode) sends a request upstream; the
+    upstream takes it in full and resets it; the next requests go at once,
+    as without the shim. The reset still counts as a failed attempt (a
+    client that waits is still paced: the test above), but pace makes up
+    only a failure a connect() itself could report, and ECONNRESET is none:
+    the next connects were refused without a packet for initial_backoff,
+    with "connect() failed (104: Connection reset by peer)" in nginx's log."""
+    port = free_port()
+    with Acceptor(port, _reset_on_request, threaded=True):
+        rc, plain, err = _py(PROXY_LIKE, base_env(), [port])
+        check(rc == 0 and plain.strip() == "['recv 104', \"recv b'ok'\", \"recv b'ok'\"]",
+              "without the shim: %r %r" % (plain, err))
+        rc, shimmed, err = _py(PROXY_LIKE, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s"), [port])
+    check(rc == 0 and shimmed == plain, "with the shim %r, without %r (%r)" % (shimmed, plain, err))
