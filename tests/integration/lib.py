@@ -7,6 +7,7 @@ real listeners record their accepts.
 """
 import atexit
 import itertools
+import json
 import os
 import random
 import shutil
@@ -125,6 +126,32 @@ _table_ids = itertools.count()
 
 def new_table():
     return os.path.join(TABLES, "table-%d" % next(_table_ids))
+
+
+def status_rows(table, env=None, ok=(0,)):
+    """`backoffshim status --json --table TABLE`: its rows, none while no
+    process has made the table yet. env: the settings status judges
+    `idle` by; ok: the exit codes the caller accepts."""
+    p = subprocess.run([os.path.join(BUILD, "backoffshim"), "status", "--json", "--table", table],
+                       capture_output=True, text=True, timeout=10, env=env or base_env())
+    if p.returncode == 1 and "no table" in p.stderr:
+        return []
+    check(p.returncode in ok, "status: %r" % (p,))
+    return json.loads(p.stdout)
+
+
+def wait_status_row(table, pred, timeout=10, env=None, what="a row"):
+    """The first row of `status` that satisfies pred. Polled until
+    timeout, as no event says when another process changes the table."""
+    end = time.monotonic() + timeout
+    while True:
+        rows = status_rows(table, env)
+        for row in rows:
+            if pred(row):
+                return row
+        if time.monotonic() >= end:
+            raise TestFailure("status never showed %s: %r" % (what, rows))
+        time.sleep(0.02)
 
 
 def shim_env(**extra):

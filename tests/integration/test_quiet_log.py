@@ -2,15 +2,13 @@
 once a second with a count, a process waiting on another's attempts says so,
 and nothing announces a retry that will not happen. Each case also runs the
 program without the shim and compares what the program sees."""
-import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
-import time
 
-from lib import BUILD, base_env, check, free_port, run, shim_env, spawn, finish, prog
+from lib import (base_env, check, finish, free_port, prog, run, shim_env, spawn,
+                 wait_status_row)
 
 LOOP = r"""
 import socket, sys, time
@@ -45,19 +43,6 @@ def test_a_connect_loop_past_its_budget_logs_once_a_second():
         check("more like it left out" in zero[-1], "the count is missing: %r" % zero)
 
 
-def _failed_once(env, port):
-    """Poll `backoffshim status` (bounded) until the destination has failed."""
-    cmd = [os.path.join(BUILD, "backoffshim"), "status", "--json", "--table",
-           env["BACKOFFSHIM_SHARED"]]
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
-        if p.returncode == 0 and any(r["destination"] == "127.0.0.1:%d" % port and
-                                     r["failures"] >= 1 for r in json.loads(p.stdout)):
-            return True
-    return False
-
-
 def test_a_waiting_process_says_who_it_waits_for():
     """B waits on a destination A is backing off from: B's log says so
     before its own first attempt, then one line per step at most (its own,
@@ -68,7 +53,10 @@ def test_a_waiting_process_says_who_it_waits_for():
                    BACKOFFSHIM_LOG="info")
     a = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
     try:
-        check(_failed_once(env, port), "A's first failure never reached the table")
+        dest = "127.0.0.1:%d" % port
+        wait_status_row(env["BACKOFFSHIM_SHARED"],
+                        lambda r: r["destination"] == dest and r["failures"] >= 1,
+                        what="A's first failure")
         rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], env, timeout=30)
     finally:
         finish(a, 30)

@@ -13,8 +13,8 @@ import sys
 import time
 
 from dns import EAI_AGAIN, EAI_NONAME, DnsServer, gai, private_resolver
-from lib import (BUILD, LineReader, TestFailure, base_env, check, check_gaps, check_not_delayed,
-                 free_port, new_table, prog, run, shim_env, spawn, finish)
+from lib import (BUILD, LineReader, base_env, check, check_gaps, check_not_delayed,
+                 finish, free_port, new_table, prog, run, shim_env, spawn, wait_status_row)
 from servers import HttpServer
 
 CLI = os.path.join(BUILD, "backoffshim")
@@ -79,21 +79,6 @@ def test_temporary_retries_servfail_but_leaves_nxdomain_to_the_program():
                           wait=0.05)
 
 
-
-def _backing_off(table, name, timeout=10):
-    """Whether `backoffshim status` lists name (any port) as failing in
-    table within timeout: polled, as no event says so."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        r = subprocess.run([CLI, "status", "--json", "--table", table], env=base_env(),
-                           capture_output=True, text=True, timeout=10)
-        if any(e["destination"].startswith(name + ":") and e["failures"] > 0
-               for e in json.loads(r.stdout or "[]")):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_a_schedule_kept_for_an_error_this_process_leaves_alone_is_not_waited_on():
     """Process A (resolve = wait) backs off on a name that does not exist;
     process B (resolve = temporary) looks the same name up in the same table.
@@ -109,7 +94,8 @@ def test_a_schedule_kept_for_an_error_this_process_leaves_alone_is_not_waited_on
                    "socket.getaddrinfo('nothere', 80)"],
                   shim_env(BACKOFFSHIM_RESOLVE="wait", BACKOFFSHIM_MAX_ELAPSED="5s", **slow))
         try:
-            check(_backing_off(table, "nothere"), "A never backed off on the name")
+            wait_status_row(table, lambda r: r["destination"].startswith("nothere:") and
+                            r["failures"] > 0, what="A backing off on the name")
             b = gai("nothere", shim_env(BACKOFFSHIM_RESOLVE="temporary", **slow))
         finally:
             a.kill()
@@ -335,31 +321,18 @@ def test_a_jump_inside_a_handler_then_out_of_connect_leaves_no_waiter():
     lines = LineReader(p)
     try:
         check(lines.wait_for(lambda l: l == "ready", 5), "not ready: %r" % lines.lines)
-        rows = _wait_rows(table, lambda r: r["waiting_threads"] == 1)
+        wait_status_row(table, lambda r: r["waiting_threads"] == 1, 5)
         p.send_signal(signal.SIGUSR1)
         check(lines.wait_for(lambda l: l == "inner", 5), "no first handler: %r" % lines.lines)
         # the call goes on: its next wait (after another attempt) counts again
-        rows = _wait_rows(table, lambda r: r["failed_attempts"] >= 2 and r["waiting_threads"] == 1)
+        wait_status_row(table, lambda r: r["failed_attempts"] >= 2 and r["waiting_threads"] == 1, 5)
         p.send_signal(signal.SIGUSR1)
         check(lines.wait_for(lambda l: l == "left", 5), "never left: %r" % lines.lines)
-        rows = _wait_rows(table, lambda r: r["waiting_threads"] == 0)
-        check(rows[0]["waiting_processes"] == 0, "still counted: %r" % rows)
+        row = wait_status_row(table, lambda r: r["waiting_threads"] == 0, 5)
+        check(row["waiting_processes"] == 0, "still counted: %r" % row)
     finally:
         p.kill()
         p.wait(timeout=10)
-
-
-def _wait_rows(table, pred, timeout=5.0):
-    end = time.monotonic() + timeout
-    rows = []
-    while time.monotonic() < end:
-        r = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
-                           text=True, timeout=10)
-        rows = json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else []
-        if rows and pred(rows[0]):
-            return rows
-        time.sleep(0.05)
-    raise TestFailure("status never matched: %r" % rows)
 
 
 def test_reset_takes_a_name_as_status_shows_it():

@@ -2,7 +2,6 @@
 with and without the shim and compares what it does, what it prints and what
 its peers receive. The row numbers are those of the reliability audit
 (issue 7)."""
-import json
 import os
 import socket
 import subprocess
@@ -11,8 +10,8 @@ import tempfile
 import threading
 import time
 
-from lib import (BUILD, NO_DELAY, Acceptor, BlackHole, SynSniffer, base_env, check, check_gaps,
-                 check_not_delayed, free_port, ms_of, prog, run, shim_env, spawn)
+from lib import (Acceptor, BUILD, BlackHole, NO_DELAY, SynSniffer, base_env, check, check_gaps,
+                 check_not_delayed, free_port, ms_of, prog, run, shim_env, spawn, wait_status_row)
 
 PY = sys.executable
 
@@ -393,19 +392,6 @@ def test_unix_upload_is_not_paced():
 
 # ---- a second thread acts while the first waits in the shim ----
 
-def _waiting_in(table, timeout=10):
-    """Whether `backoffshim status` counts a waiting thread in table within
-    timeout (a waiter counts once its cell's lock is held: the shim then
-    opens nothing until its wait ends). Polled: no event says so."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        r = subprocess.run([os.path.join(BUILD, "backoffshim"), "status", "--json", "--table",
-                            table], env=base_env(), capture_output=True, text=True, timeout=10)
-        if any(e["waiting_threads"] > 0 for e in json.loads(r.stdout or "[]")):
-            return True
-        time.sleep(0.02)
-    return False
-
 
 def _waiters(case, env):
     """tests/progs/waiters CASE, told to go once its connecting thread is
@@ -424,7 +410,8 @@ def _waiters(case, env):
         first = p.stderr.readline()
         check("(attempt 1)" in first, "%s: the thread never waited: %r" % (case, first))
     elif "LD_PRELOAD" in env:
-        check(_waiting_in(env["BACKOFFSHIM_SHARED"]), "%s: the thread never waited" % case)
+        wait_status_row(env["BACKOFFSHIM_SHARED"], lambda r: r["waiting_threads"] > 0,
+                        what="%s: a waiting thread" % case)
     else:
         lines.append(p.stdout.readline())
         check(lines[0].startswith("thread fd="), "%s: %r" % (case, lines))

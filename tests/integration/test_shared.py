@@ -13,9 +13,9 @@ import sys
 import time
 
 import sysv
-from lib import (BUILD, FullQueue, LineReader, Server, SynSniffer, TestSkip, base_env, check,
-                 finish, free_port, need_root, new_table, prog, run, shim_env, slack,
-                 spawn)
+from lib import (BUILD, FullQueue, LineReader, Server, SynSniffer, TestFailure, TestSkip,
+                 base_env, check, finish, free_port, need_root, new_table, prog, run, shim_env,
+                 slack, spawn, status_rows, wait_status_row)
 
 CLI = os.path.join(BUILD, "backoffshim")
 QUICK = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s",
@@ -63,28 +63,6 @@ def test_a_restart_loop_is_paced_to_one_attempt_per_initial_backoff():
     check(not short, "attempts closer than initial_backoff: %r" % short)
 
 
-def _status(table, env=None):
-    """status --json of `table` (its rows; none while no process has made
-    the table yet). env: the settings status judges `idle` by."""
-    p = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
-                       text=True, timeout=10, env=env)
-    if p.returncode == 1 and "no table" in p.stderr:
-        return []
-    check(p.returncode == 0, "status: %r" % (p,))
-    return json.loads(p.stdout)
-
-
-def _wait_status(table, pred, timeout, env=None):
-    end = time.monotonic() + timeout
-    rows = []
-    while time.monotonic() < end:
-        rows = _status(table, env)
-        if rows and pred(rows[0]):
-            return rows[0]
-        time.sleep(0.05)
-    raise AssertionError("status never matched: %r" % rows)
-
-
 def test_a_newcomer_after_the_server_returns_connects_at_once_and_frees_the_waiter():
     port = free_port()
     table = new_table()
@@ -92,8 +70,8 @@ def test_a_newcomer_after_the_server_returns_connects_at_once_and_frees_the_wait
                    BACKOFFSHIM_MAX_BACKOFF="5s", BACKOFFSHIM_JITTER="0")
     waiter = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
     try:
-        row = _wait_status(table, lambda r: r["next_attempt_in"] >= 1.5, 15)
-    except AssertionError as e:
+        row = wait_status_row(table, lambda r: r["next_attempt_in"] >= 1.5, 15)
+    except TestFailure:
         waiter.kill()
         raise
     with Server(port).start():
@@ -138,8 +116,8 @@ def test_reset_puts_blocking_and_parked_waiters_on_the_wire_within_250ms():
     lines = LineReader(parked)
     try:
         check(lines.wait_for(lambda l: l == "parked", 10), "the socket was never parked")
-        _wait_status(table, lambda r: r["failures"] >= 3 and r["waiting_threads"] >= 1 and
-                     r["waiting_processes"] == 1, 15)
+        wait_status_row(table, lambda r: r["failures"] >= 3 and r["waiting_threads"] >= 1 and
+                        r["waiting_processes"] == 1, 15)
         with SynSniffer(port) as sn:
             before = len(sn.times)
             p = subprocess.run([CLI, "reset", "--table", table, "127.0.0.1:%d" % port],
@@ -178,7 +156,7 @@ def test_status_text_json_and_prometheus():
     env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ATTEMPTS="3", **QUICK)
     rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], env)
     check(rc == 1, "client: rc=%d" % rc)
-    rows = _status(table)
+    rows = status_rows(table)
     check(len(rows) == 1 and rows[0]["destination"] == "127.0.0.1:%d" % port and
           rows[0]["failures"] == 3 and rows[0]["last_error"] == "ECONNREFUSED" and
           rows[0]["give_ups"] == 1 and rows[0]["attempts"] == 3, "json: %r" % rows)
@@ -367,7 +345,6 @@ def test_a_read_only_dev_shm_leaves_clients_as_without_the_shim():
           "a lock file appeared in the test's own /dev/shm")
 
 
-
 def test_a_table_the_kernel_will_not_create_leaves_a_private_table_with_one_line():
     """shmget refuses the segment (an IPC namespace whose shmmax is smaller
     than the table): clients behave as without the shim, a dead port is
@@ -455,7 +432,7 @@ def test_a_prober_killed_mid_attempt_is_taken_over_within_a_second():
             a = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
             check(sn.wait_for(1, 5) >= 1, "A never attempted")
             b = spawn([prog("legacy_client"), "127.0.0.1", str(port)], env)
-            _wait_status(table, lambda r: r["waiting_threads"] >= 1, 5, env)  # B waits
+            wait_status_row(table, lambda r: r["waiting_threads"] >= 1, 5, env)  # B waits
             seen = sn.settled_count()
             check(seen == 1, "B did not wait for A's attempt: %d SYNs" % seen)
             a.kill()
@@ -529,7 +506,7 @@ def test_a_success_in_another_process_releases_a_parked_socket_within_250ms():
     lines = LineReader(parked)
     try:
         check(lines.wait_for(lambda l: l == "parked", 10), "the socket was never parked")
-        row = _wait_status(table, lambda r: r["failures"] >= 3, 15)
+        row = wait_status_row(table, lambda r: r["failures"] >= 3, 15)
         with Server(port).start():
             rc, out, err = run([prog("legacy_client"), "127.0.0.1", str(port)], env)
             t_success = time.monotonic()

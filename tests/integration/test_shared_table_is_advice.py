@@ -5,51 +5,26 @@ and behaves as it does without the shim where the shim has nothing to add.
 One test per row of the issue's table; each compares with the same program
 without the shim where that applies, and synchronises on events (status
 polls, output lines, SYNs on the wire) with bounded waits."""
-import json
 import os
 import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 import sysv
-from lib import (BUILD, SLACK, FullQueue, Server, SynSniffer, TestSkip, base_env, check,
-                 finish, free_port, need_root, new_table, prog, run, shim_env, spawn)
+from lib import (BUILD, FullQueue, SLACK, Server, SynSniffer, TestSkip, base_env, check, finish,
+                 free_port, need_root, new_table, prog, run, shim_env, spawn, status_rows,
+                 wait_status_row)
 
 CLI = os.path.join(BUILD, "backoffshim")
 
 
 def _client(port):
     return [prog("legacy_client"), "127.0.0.1", str(port)]
-
-
-def _status(table, env=None, ok=(0,)):
-    """`status --json --table table`: its rows (none while no process has
-    made the table). env: the settings status judges `idle` by."""
-    p = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
-                       text=True, timeout=10, env=env or base_env())
-    if p.returncode == 1 and "no table" in p.stderr:
-        return []
-    check(p.returncode in ok, "status: %r" % (p,))
-    return json.loads(p.stdout)
-
-
-def _wait_row(table, dest, pred, timeout, env=None):
-    """Polls status until the row of `dest` satisfies pred; returns it."""
-    end = time.monotonic() + timeout
-    rows = []
-    while time.monotonic() < end:
-        rows = _status(table, env)
-        for r in rows:
-            if r["destination"] == dest and pred(r):
-                return r
-        time.sleep(0.05)
-    raise AssertionError("status never matched for %s: %r" % (dest, rows))
 
 
 def _segment(table):
@@ -69,7 +44,8 @@ def test_removing_the_segment_and_truncating_the_lock_file_under_eight_waiters()
     plain = run(_client(port), base_env())
     ps = [spawn(_client(port), env) for _ in range(8)]
     try:
-        _wait_row(table, dest, lambda r: r["waiting_processes"] >= 4, 10)
+        wait_status_row(table, lambda r: r["destination"] == dest and
+                        r["waiting_processes"] >= 4, 10)
         seg = _segment(table)
         lock = sysv.lock_path(sysv.key(table))
         check(os.path.exists(lock), "no lock file %s while processes wait" % lock)
@@ -174,7 +150,7 @@ def test_a_port_scan_from_one_process_leaves_room_for_the_others():
     check(rc == 0 and out == "scanned\n", "the scan: rc=%d %r %r" % (rc, out, err[-300:]))
     dropped = [l for l in err.splitlines() if "dropped to make room" in l]
     check(len(dropped) <= 3, "%d 'dropped to make room' lines: %r" % (len(dropped), dropped[:5]))
-    rows = _status(table)
+    rows = status_rows(table)
     scanned = [r for r in rows if 20000 <= int(r["destination"].rsplit(":", 1)[1]) < 24500]
     check(0 < len(scanned) <= 4096 // 4, "the scanning process holds %d entries (its share "
           "is a quarter of 4096)" % len(scanned))
@@ -191,7 +167,7 @@ def test_a_port_scan_from_one_process_leaves_room_for_the_others():
     check(got[:2] == plain[:2], "after the scan: %r, without the shim %r" % (got, plain))
     check(syns >= 3, "after the scan another process was retried %d times in 1 s (a "
           "private schedule: 100 ms, 160 ms, 200 ms...)" % syns)
-    rows = _status(table)
+    rows = status_rows(table)
     check(any(r["destination"] == "127.0.0.1:%d" % port for r in rows),
           "status does not list the second process's destination")
 
@@ -227,7 +203,7 @@ def test_an_idle_failing_entry_is_forgotten_and_its_schedule_starts_over():
     rc, _, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ELAPSED="3s"))
     check(rc == 1, "control: rc=%d %r" % (rc, err[-300:]))
     _about("right after priming", _first_wait(err), 1.0)
-    row = _wait_row(table, dest, lambda r: r["idle"], 15, status_env)
+    row = wait_status_row(table, lambda r: r["destination"] == dest and r["idle"], 15, status_env)
     check(row["failures"] >= 6, "the idle row lost its failures: %r" % row)
     rc, _, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ELAPSED="3s"))
     check(rc == 1, "after idle: rc=%d %r" % (rc, err[-300:]))
@@ -288,7 +264,8 @@ def test_waiting_processes_are_counted_while_alive_only():
                    BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s")
     ps = [spawn(_client(port), env) for _ in range(3)]
     try:
-        _wait_row(table, dest, lambda r: r["waiting_processes"] == 3, 15)
+        wait_status_row(table, lambda r: r["destination"] == dest and
+                        r["waiting_processes"] == 3, 15)
         for p in ps:
             p.send_signal(signal.SIGTERM)
         rcs = [p.wait(10) for p in ps]
@@ -298,8 +275,8 @@ def test_waiting_processes_are_counted_while_alive_only():
                 p.kill()
                 p.wait()
     check(rcs == [-signal.SIGTERM] * 3, "the clients' exit statuses: %r" % rcs)
-    row = _wait_row(table, dest,
-                    lambda r: r["waiting_processes"] == 0 and r["waiting_threads"] == 0, 10)
+    row = wait_status_row(table, lambda r: r["destination"] == dest and
+                          r["waiting_processes"] == 0 and r["waiting_threads"] == 0, 10)
     check(row["failures"] >= 1, "the row: %r" % row)
 
 
