@@ -1,9 +1,12 @@
 /* connect(): the interposed entry point. Classifies the call and hands
  * destinations the shim cares about to the engine; everything else goes
  * straight to libc. A repeated connect() on a socket whose non-blocking
- * connect is in flight is how some clients (hiredis) learn its outcome. */
+ * connect is in flight is how some clients (hiredis) learn its outcome.
+ * shutdown() is here too: like connect(AF_UNSPEC) or a connect elsewhere,
+ * it is how a program leaves a connect behind. */
 #include "addr.h"
 #include "clock.h"
+#include "custody.h"
 #include "defer.h"
 #include "engine.h"
 #include "log.h"
@@ -50,6 +53,46 @@ static int pass(int fd, const struct sockaddr *addr, socklen_t len, const char *
 	return (int)BS_NEG(bs_real_connect(fd, addr, len));
 }
 
+/* The program leaves the connect the shim follows on fd behind: it
+ * dissolves the association (connect to AF_UNSPEC), connects the socket
+ * elsewhere, or shuts it down. From here the socket is the program's, and
+ * the shim makes no connection on it. A parked socket's hidden refusal is
+ * owed to the program, since the kernel would still hold it; a connect in
+ * flight is forgotten, its outcome the kernel's to tell. Returns fd's
+ * state now. */
+static unsigned left_behind(int fd, unsigned st)
+{
+	if (!bs_fd_state_in_flight(st) || !bs_custody_here())
+		return st;
+	if (st == BS_FD_PARKED) {
+		bs_park_end(fd);
+	} else {
+		bs_outcome_probe_learned(fd);
+		bs_outcome_forget(fd);
+	}
+	return bs_fd_state(bs_fds(), fd);
+}
+
+/* A connect() on a tracked fd that leaves its connect behind. The
+ * kernel's answer is then about the old connect (its refusal, EALREADY,
+ * EISCONN) or the dissolution, so it goes to the program untouched and is
+ * blamed on no destination; a parked socket's owed refusal answers a
+ * connect elsewhere instead (below). Returns 1 with the answer in *r, 0 if
+ * the call goes on as any other. */
+static int leaves_behind(int fd, unsigned st, const struct sockaddr *addr, socklen_t len,
+			 int *r)
+{
+	if (addr && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
+		left_behind(fd, st);
+	} else if (!bs_fd_state_in_flight(st) ||
+		   atomic_load(&bs_fd_slot(bs_fds(), fd)->key) == bs_addr_key(addr, len) ||
+		   left_behind(fd, st) == BS_FD_FAILED) {
+		return 0;
+	}
+	*r = (int)BS_NEG(bs_real_connect(fd, addr, len));
+	return 1;
+}
+
 static int connect_slow(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	const struct bs_config *cfg = bs_active();
@@ -57,6 +100,10 @@ static int connect_slow(int fd, const struct sockaddr *addr, socklen_t len)
 		return (int)BS_NEG(bs_real_connect(fd, addr, len));
 	bs_first_connect();
 	unsigned st = bs_fd_state(bs_fds(), fd);
+	int r;
+	if (st != BS_FD_NONE && leaves_behind(fd, st, addr, len, &r))
+		return r;
+	st = bs_fd_state(bs_fds(), fd);
 	if (st == BS_FD_PARKED) {
 		/* still connecting, to the program (its retry sent if due) */
 		st = bs_defer_run_fd(fd, bs_now());
@@ -169,4 +216,15 @@ BS_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	    !(key = bs_addr_v4_key(addr, len)) || bs_table_may_hold(bs_tab(), key))
 		return do_connect(fd, addr, len);
 	return fresh_connect(fd, addr, len, s, key);
+}
+
+BS_API int shutdown(int fd, int how)
+{
+	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (__builtin_expect(bs_fd_state_in_flight(st), 0)) {
+		int saved = errno;
+		left_behind(fd, st);
+		errno = saved;
+	}
+	return bs_real_shutdown(fd, how);
 }

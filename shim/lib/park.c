@@ -207,6 +207,7 @@ unsigned bs_park_spent(int fd, const struct bs_budget *b)
 {
 	struct bs_fdslot *s = slot(fd);
 	int err = (int)atomic_load(&s->last_err);
+	bs_sock_as_refused(fd);
 	rejoin_epoll_set(fd, s);
 	bs_owe_now(fd, err ? err : ECONNREFUSED);
 	if (b)
@@ -289,9 +290,11 @@ static void before_fork(void)
 	}
 }
 
-/* In the child, the sockets the parent was connecting (or owes an error)
- * are the parent's: the child forgets them and passes its calls on them
- * through, as if the shim had never seen them. */
+/* In the child, the sockets the parent was connecting are the parent's:
+ * the child forgets them and passes its calls on them through, as if the
+ * shim had never seen them. A refusal the shim read away is owed to the
+ * child too: the kernel would tell it to whichever process looked first,
+ * and without it the child would see a socket with no error, "connected". */
 static void after_fork_in_child(void)
 {
 	bs_custody_start();
@@ -300,7 +303,7 @@ static void after_fork_in_child(void)
 		return;
 	unsigned high = atomic_load(&t->high);
 	for (unsigned fd = 0; fd < high && fd < t->cap; fd++)
-		if (bs_fd_state_is_pending(atomic_load(&t->slots[fd].state)))
+		if (bs_fd_state_in_flight(atomic_load(&t->slots[fd].state)))
 			bs_fd_clear(t, (int)fd);
 }
 

@@ -137,6 +137,11 @@ void bs_sock_abort(int fd)
 	bs_sock_take_error(fd);
 }
 
+void bs_sock_as_refused(int fd)
+{
+	BS_SYS(SYS_shutdown, fd, SHUT_RDWR);
+}
+
 /* Start a connect without blocking (0 or -errno), O_NONBLOCK and the
  * signal mask as sock.h says. The raw syscall is no cancellation point, so
  * a thread is never cancelled there; the wait that follows is one. */

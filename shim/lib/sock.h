@@ -74,6 +74,12 @@ enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, sockle
 /* Abort a handshake in progress (connect(AF_UNSPEC)) and read away the
  * error that leaves pending, so the socket can connect again. */
 void bs_sock_abort(int fd);
+/* Give fd, left unconnected by bs_sock_abort after its refusal, the look
+ * of a refused socket again: both directions shut, as the kernel leaves a
+ * connect it saw refused, so that poll() says POLLIN|POLLHUP as it would.
+ * On an unconnected socket shutdown() changes nothing else (ENOTCONN), and
+ * a connect() may still follow. */
+void bs_sock_as_refused(int fd);
 
 /* At EOF before the peer sent a byte: did it take everything we sent?
  * For TCP, true when TCP_INFO's tcpi_bytes_acked > 1 (the SYN counts 1),
