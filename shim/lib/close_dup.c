@@ -82,9 +82,12 @@ static int duplicated_onto(int from, int to, int r)
 	return r;
 }
 
-/* after a successful F_SETFL with O_ASYNC on a tracked fd: its signals
- * would tell, so no parking from now on */
-static __attribute__((noinline)) void async_set(int fd)
+/* after a successful F_SETFL on a tracked fd that sets O_ASYNC (its
+ * signals would tell) or clears O_NONBLOCK (a blocking connect or read on
+ * it would wait for an outcome, which a parked socket cannot give: it got
+ * EALREADY or EAGAIN, which the kernel never gives a blocking socket): no
+ * parking from now on, and a parked one's refusal is owed */
+static __attribute__((noinline)) void cannot_hide_now(int fd)
 {
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (!bs_custody_here() || !s)
@@ -98,11 +101,11 @@ static int do_fcntl(int (*real)(int, int, unsigned long), int fd, int cmd, unsig
 {
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
 		return duplicated(fd, real(fd, cmd, arg));
-	if (cmd != F_SETFL || !(arg & O_ASYNC) || bs_fd_state(bs_fds(), fd) == BS_FD_NONE)
+	if (cmd != F_SETFL || bs_fd_state(bs_fds(), fd) == BS_FD_NONE)
 		return real(fd, cmd, arg);
 	int r = real(fd, cmd, arg);
-	if (r >= 0)
-		async_set(fd);
+	if (r >= 0 && ((arg & O_ASYNC) || !(arg & O_NONBLOCK)))
+		cannot_hide_now(fd);
 	return r;
 }
 

@@ -114,3 +114,16 @@ def test_a_child_that_reads_first_learns_the_refusal():
     check(rc == 0 and plain.strip().endswith("so_error=111"), "without the shim: %r" % plain)
     rc, shimmed, err = run([prog("movedon"), "fork_child_reads", str(port)], shim_env(**SCHEDULE))
     check(rc == 0 and shimmed == plain, "with the shim %r, without %r" % (shimmed, plain))
+
+
+def test_a_parked_socket_made_blocking_answers_as_a_blocking_socket():
+    """fcntl() clears O_NONBLOCK on a parked socket, then the program calls
+    connect() or read() on it: the refusal, as the kernel gives it. The
+    shim said EALREADY and EAGAIN, which a blocking socket never gets."""
+    for case, expected in (("blocking_connect", "connect=111"), ("blocking_read", "read=111")):
+        port = free_port()
+        rc, plain, err = run([prog("movedon"), case, str(port)], base_env())
+        check(rc == 0 and plain.strip() == expected, "without the shim: %r" % plain)
+        rc, shimmed, err = run([prog("movedon"), case, str(port)], shim_env(**SCHEDULE))
+        check(rc == 0 and shimmed == plain, "%s: with the shim %r, without %r"
+              % (case, shimmed, plain))

@@ -22,6 +22,10 @@
  *   fork_child_reads  PORT dead: fork(); the child polls up to 1 s and
  *             reads SO_ERROR: "child events=0xE so_error=N"; the parent
  *             waits for it
+ *   blocking_connect  PORT dead: the socket made blocking (F_SETFL), then
+ *             connect() to PORT again: "connect=E"
+ *   blocking_read     PORT dead: the socket made blocking, then read():
+ *             "read=R/E" (alarm(5) ends a read that would hang)
  * Exit 0, or 2 on bad usage or a setup failure.
  */
 #include <arpa/inet.h>
@@ -29,6 +33,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +117,11 @@ static void connect_elsewhere(int fd, int port2)
 	printf("fresh=%d/5\n", fresh);
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
 static void moved_on(void)
 {
 	printf("moved on\n");
@@ -149,6 +159,16 @@ int main(int argc, char **argv)
 		printf("shutdown=%d\n", shutdown(fd, SHUT_RDWR) == 0 ? 0 : errno);
 		moved_on();
 		say_look("", fd);
+	} else if (!strcmp(c, "blocking_connect") || !strcmp(c, "blocking_read")) {
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		signal(SIGALRM, on_alarm);
+		alarm(5);
+		if (!strcmp(c, "blocking_connect")) {
+			printf("connect=%d\n", connect_to(fd, port));
+		} else {
+			char b;
+			printf("read=%d\n", read(fd, &b, 1) < 0 ? errno : 0);
+		}
 	} else if (!strcmp(c, "elsewhere_parked")) {
 		connect_elsewhere(fd, port2);
 	} else if (!strcmp(c, "fork_child_reads")) {
