@@ -64,7 +64,9 @@ static __thread struct call *open_calls __attribute__((tls_model("initial-exec")
 /* Does err lead into backoff? */
 static int retries(const struct call *c, int err)
 {
-	return c->op ? c->op->retries(c->cfg, err) : bs_config_retries(c->cfg, err);
+	if (c->op)
+		return c->op->retries(c->cfg, err);
+	return bs_config_retries(c->cfg, err) && !bs_sock_timeout_is_programs(c->fd, err);
 }
 
 /* The destination backs off for an error this call's settings would not
@@ -439,7 +441,7 @@ static int first_failed(struct call *c, uint64_t t0, int err)
 				      "non-blocking, in progress: its outcome is watched", 0);
 	if (err == EINPROGRESS)
 		return bs_outcome_started(c->cfg, c->fd, c->dest.addr, c->dest.len, c->dest.key, t0);
-	if (!bs_config_retries(c->cfg, err)) {
+	if (!retries(c, err)) {
 		if (bs_log_enabled(BS_LOG_DEBUG))
 			bs_outcome_log_passed(c->dest.addr, c->dest.len,
 					      "an error the shim does not retry", err);

@@ -177,7 +177,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	}
 	int last = bs_budget_last(&a->b, a0 + delay); /* then the give-up line says it */
 	bs_attempt_failed(a, *err);
-	if (!bs_config_retries(cfg, *err)) {
+	if (!bs_config_retries(cfg, *err) || bs_sock_timeout_is_programs(fd, *err)) {
 		bs_budget_count(&a->b, 1);
 		return bs_budget_stop(&a->b, BS_STOP_NOT_RETRYABLE), 0;
 	}
@@ -291,7 +291,8 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 		 start = atomic_load(&sl->call_start);
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
-	if (cfg->policy.kind == BS_POLICY_RESPONSIVE || err == 0 || !bs_config_retries(cfg, err))
+	if (cfg->policy.kind == BS_POLICY_RESPONSIVE || err == 0 || !bs_config_retries(cfg, err) ||
+	    bs_sock_timeout_is_programs(fd, err))
 		return settled(cfg, fd, &d, t0, err, probe);
 	if (bs_sock_was_established(fd)) {
 		/* connected (a program may learn that from POLLOUT alone), then

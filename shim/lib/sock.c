@@ -121,6 +121,43 @@ int bs_sock_peer_is(int fd, uint64_t key)
 	return r == -ENOTCONN;
 }
 
+/* net.ipv4.tcp_syn_retries, read once (6, the kernel's default, if it
+ * cannot be): the TCP_SYNCNT of a socket the program left alone. */
+static int host_syn_retries(void)
+{
+	static _Atomic int known;
+	int v = atomic_load_explicit(&known, memory_order_relaxed);
+	if (v)
+		return v;
+	char buf[16];
+	long n = -1;
+	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, "/proc/sys/net/ipv4/tcp_syn_retries",
+			     O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = BS_SYS(SYS_read, fd, buf, sizeof buf - 1);
+		BS_SYS(SYS_close, fd);
+	}
+	v = 0;
+	for (long i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+		v = v * 10 + (buf[i] - '0');
+	v = v > 0 && v < 256 ? v : 6;
+	atomic_store_explicit(&known, v, memory_order_relaxed);
+	return v;
+}
+
+int bs_sock_timeout_is_programs(int fd, int err)
+{
+	if (err != ETIMEDOUT)
+		return 0;
+	int v = 0;
+	socklen_t l = sizeof v;
+	if (!sys_getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &l) && v > 0)
+		return 1;
+	l = sizeof v;
+	return !sys_getsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &v, &l) && v > 0 && v < 6 &&
+	       v < host_syn_retries();
+}
+
 uint64_t bs_sock_sndtimeo_ns(int fd)
 {
 	struct timeval tv = {0, 0};

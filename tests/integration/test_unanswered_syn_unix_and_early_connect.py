@@ -132,3 +132,48 @@ def test_connect_from_another_constructor():
             check(rc == 0 and "early connect: Connection refused" in err,
                   "order %s: rc=%d err=%r" % (order, rc, err))
             check("giving up after 3 attempts" in err, "shim inactive in %s: %r" % (order, err))
+
+
+SYN_BOUND = r"""
+import select, socket, sys, time
+port, how, blocking = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "blocking"
+s = socket.socket()
+if how == "syncnt":
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_SYNCNT, 1)
+else:
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 300)
+t0 = time.monotonic()
+if blocking:
+    err = s.connect_ex(("127.0.0.1", port))
+else:
+    s.setblocking(False)
+    s.connect_ex(("127.0.0.1", port))
+    p = select.poll()
+    p.register(s, select.POLLOUT)
+    p.poll(20000)
+    err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+print(err, "%.2f" % (time.monotonic() - t0))
+"""
+
+
+def test_a_handshake_bound_the_program_set_ends_the_connect():
+    """The program bounds its handshake itself with TCP_USER_TIMEOUT (300 ms)
+    or TCP_SYNCNT (1), against SYNs that go unanswered: ETIMEDOUT when its
+    own bound says, as long after the start as without the shim (the
+    listener's queue fillers send SYNs too: no count). The shim retried
+    that timeout until max_elapsed (8 s against 1 s here), as if the kernel's
+    own ~2 min had ended it."""
+    for how, mode in (("user_timeout", "blocking"), ("user_timeout", "nonblocking"),
+                      ("syncnt", "blocking")):
+        port = free_port()
+        with BlackHole(port):
+            cmd = [sys.executable, "-c", SYN_BOUND, str(port), how, mode]
+            rc, plain, err = run(cmd, base_env(), timeout=30)
+            rc2, shimmed, err2 = run(cmd, shim_env(BACKOFFSHIM_MAX_ELAPSED="8s",
+                                                   BACKOFFSHIM_MIN_CONNECT_TIMEOUT="5s"),
+                                     timeout=30)
+        e0, t0 = plain.split()
+        e1, t1 = shimmed.split()
+        check(rc == 0 and e0 == "110", "%s %s without the shim: %r" % (how, mode, plain))
+        check(rc2 == 0 and e1 == e0 and float(t1) <= 1.5 * float(t0) + 0.5,
+              "%s %s: with the shim %r, without %r" % (how, mode, shimmed, plain))
