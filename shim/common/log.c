@@ -367,8 +367,7 @@ static long guarded_write(int fd, enum kind kind, const char *buf, size_t n)
 				r = syscall(SYS_write, fd, buf, n);
 			while (r < 0 && errno == EINTR);
 		} else {
-			r = -1;
-			errno = EAGAIN;
+			errno = EAGAIN; /* (r is -1: nothing was written) */
 		}
 	}
 	int e = errno;
