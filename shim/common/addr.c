@@ -1,6 +1,7 @@
 /* addr: sockaddr -> key and text. See addr.h. */
 #include "addr.h"
 #include "mix.h"
+#include "rules.h"
 #include "util.h"
 
 #include <netinet/in.h>
@@ -142,10 +143,7 @@ uint64_t bs_name_key(const struct sockaddr *a, socklen_t len)
 {
 	const char *t = NULL;
 	size_t n = name_text(a, len, &t);
-	uint64_t h = 0x6e616d65;
-	for (size_t i = 0; i < n; i++)
-		h = bs_mix64(h ^ (unsigned char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32 : t[i]));
-	return n ? TAG_NAME | (h & LOW60) | 1 : 0;
+	return n ? TAG_NAME | (bs_name_hash(t, (unsigned)n) & LOW60) | 1 : 0;
 }
 
 unsigned bs_name_parts(const struct sockaddr *a, socklen_t len, unsigned *port)

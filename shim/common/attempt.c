@@ -34,16 +34,15 @@ static void count_steps(struct bs_attempt *a, const struct bs_attempt_view *v, u
 	uint32_t f = bs_state_failures(v->state);
 	uint32_t more = f >= a->seen_fail ? f - a->seen_fail : f;
 	uint32_t own = a->own_failed ? 1u : 0u;
-	if (more > own && v->last_err > 0)
-		a->last_err = v->last_err; /* another's failure is the newest */
+	/* (another's failure is the newest, or the only error known) */
+	if (v->last_err > 0 && (more > own || !a->last_err))
+		a->last_err = v->last_err;
 	if (more || own) {
 		bs_budget_count(&a->b, more > own ? more : own);
 		a->anchor_at = now;
 	}
 	a->seen_fail = f;
 	a->own_failed = 0;
-	if (!a->last_err && v->last_err > 0)
-		a->last_err = v->last_err;
 }
 
 /* The entry's next allowed time, bounded by longest_wait after anchor_at. */

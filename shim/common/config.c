@@ -323,15 +323,14 @@ static char *reader(char *str, int num, void *stream)
 	const char *why = unreadable_line(x, len, num);
 	if (why) {
 		x->report(x->rctx, x->origin, x->line, NULL, NULL, why);
-		x->p += len;
 		strcpy(str, "\n"); /* hand inih an empty line instead */
-		return str;
+	} else {
+		memcpy(str, x->p, len);
+		str[len] = '\0';
+		x->continues = 0;
+		screen_line(x, str);
 	}
-	memcpy(str, x->p, len);
-	str[len] = '\0';
 	x->p += len;
-	x->continues = 0;
-	screen_line(x, str);
 	return str;
 }
 

@@ -163,9 +163,7 @@ void bs_line_str(struct bs_line *l, const char *s)
 void bs_line_u64(struct bs_line *l, uint64_t v)
 {
 	char t[20];
-	size_t n = bs_u64_digits(t, v);
-	for (size_t i = 0; i < n && l->n < BS_LINE_MAX - 1; i++)
-		l->buf[l->n++] = t[i];
+	bs_line_mem(l, t, bs_u64_digits(t, v)); /* (digits: nothing to escape) */
 }
 
 void bs_line_dur(struct bs_line *l, uint64_t ns)
@@ -369,8 +367,7 @@ static long guarded_write(int fd, enum kind kind, const char *buf, size_t n)
 				r = syscall(SYS_write, fd, buf, n);
 			while (r < 0 && errno == EINTR);
 		} else {
-			r = -1;
-			errno = EAGAIN;
+			errno = EAGAIN; /* (r is -1: nothing was written) */
 		}
 	}
 	int e = errno;
@@ -428,9 +425,8 @@ void bs_line_emit_fd(struct bs_line *l, int fd)
 	struct target t;
 	struct out o;
 	record(&t, fd);
-	o.n = 0; /* the command's own stderr: plain text */
-	for (size_t i = 0; i < l->n; i++)
-		o.buf[o.n++] = l->buf[i];
+	memcpy(o.buf, l->buf, l->n); /* the command's own stderr: plain text */
+	o.n = l->n;
 	emit_out(&t, &o, 0);
 	errno = saved;
 }

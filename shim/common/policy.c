@@ -169,11 +169,6 @@ static uint64_t range_ns(double v)
 	return !(v > 0.0) ? 0 : v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)v;
 }
 
-static uint64_t capped(uint64_t v, uint64_t cap)
-{
-	return v < cap ? v : cap;
-}
-
 static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64_t prev,
 			    uint64_t *lo, uint64_t *hi)
 {
@@ -197,8 +192,8 @@ static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64
 		double v = (double)prev * p->up_multiplier, r = v * p->randomization_factor;
 		if (r > (double)p->max_randomization)
 			r = (double)p->max_randomization;
-		*lo = capped(prev ? range_ns(v - r) : p->initial_backoff, p->max_backoff);
-		*hi = capped(prev ? range_ns(v + r) : p->initial_backoff, p->max_backoff);
+		*lo = bs_min_u64(prev ? range_ns(v - r) : p->initial_backoff, p->max_backoff);
+		*hi = bs_min_u64(prev ? range_ns(v + r) : p->initial_backoff, p->max_backoff);
 		return;
 	}
 	}
@@ -213,8 +208,8 @@ static void unfloored_range(const struct bs_policy *p, uint32_t failures, uint64
 		return;
 	case BS_JITTER_DECORRELATED: {
 		uint64_t pv = prev > p->initial_backoff ? prev : p->initial_backoff;
-		*lo = capped(p->initial_backoff, p->max_backoff);
-		*hi = capped(pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv, p->max_backoff);
+		*lo = bs_min_u64(p->initial_backoff, p->max_backoff);
+		*hi = bs_min_u64(pv > UINT64_MAX / 3 ? UINT64_MAX : 3 * pv, p->max_backoff);
 		return;
 	}
 	}

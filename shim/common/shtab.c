@@ -95,9 +95,7 @@ void bs_shtab_header_publish(struct bs_shtab_header *h)
 {
 	struct bs_shtab_header want;
 	bs_shtab_header_init(&want);
-	uint64_t magic = want.magic;
-	want.magic = 0;
 	memcpy((char *)h + sizeof h->magic, (char *)&want + sizeof want.magic,
 	       sizeof want - sizeof want.magic);
-	atomic_store_explicit((_Atomic uint64_t *)&h->magic, magic, memory_order_release);
+	atomic_store_explicit((_Atomic uint64_t *)&h->magic, BS_SHTAB_MAGIC, memory_order_release);
 }

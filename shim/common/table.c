@@ -74,11 +74,6 @@ static int checked_key(struct bs_table *t, unsigned i, uint64_t w)
 	return bs_table_key_valid(w) && (uint32_t)atomic_load(&t->meta[i]) == check_of(w);
 }
 
-static uint32_t creator_of(struct bs_table *t, unsigned i)
-{
-	return (uint32_t)(atomic_load(&t->meta[i]) >> 32);
-}
-
 int bs_table_slot_valid(struct bs_table *t, unsigned i, uint64_t *key)
 {
 	uint64_t w = i < BS_TABLE_SLOTS ? word(t, i) : 0;
@@ -303,7 +298,7 @@ static uint64_t over_share(struct bs_table *t, uint32_t who, uint32_t *own, uint
 	unsigned n = 0, oldest = BS_TABLE_SLOTS;
 	uint64_t oldest_quiet = UINT64_MAX, key = 0;
 	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
-		if (creator_of(t, i) != who || !bs_table_slot_valid(t, i, &key))
+		if (atomic_load(&t->meta[i]) >> 32 != who || !bs_table_slot_valid(t, i, &key))
 			continue;
 		n++;
 		struct bs_entry *e = &t->entries[i];

@@ -1,11 +1,11 @@
 /*
  * table: per-destination backoff state, shared by all threads of a process,
- * and by every process that maps the same shared table file (shtab.h).
+ * and by every process that attaches the same shared table (shtab.h).
  *
  * Promise: fixed capacity, no allocation, no locks, no syscalls; every
  * operation is a bounded number of atomic loads and compare-and-swaps on
  * 64-bit words, so it is async-signal-safe. Entries hold no pointers, so the
- * table could live in shared memory. An entry is fully initialised before
+ * table can live in shared memory. An entry is fully initialised before
  * its key becomes visible: a thread that finds a key never sees the entry
  * being reset under it by the claim that created it.
  *
@@ -26,10 +26,11 @@
  * up, in this order, a damaged way, the longest-idle reclaimable entry
  * (healthy, or idle past `idle` after its next allowed time), or the
  * longest-idle entry with no waiter and no attempt in flight (its schedule
- * starts over; the caller is told, to say so). A bucket whose every way has waiters or an attempt in
- * flight refuses: claim() returns NULL and the caller goes on untracked,
- * after saying so. One creator (a process) may hold at most a quarter of
- * the table: past it, its own longest-idle entry makes way.
+ * starts over; the caller is told, to say so). A bucket whose every way has
+ * waiters or an attempt in flight refuses: claim() returns NULL and the
+ * caller goes on untracked, after saying so. One creator (a process) may
+ * hold at most a quarter of the table: past it, its own longest-idle entry
+ * makes way.
  *
  * Key words. A slot's key word is one of
  *   0            empty;
@@ -58,7 +59,7 @@
  *  so two copies of a key are never both published. The number of rounds
  *  is bounded, after which claim() returns NULL (that call goes untracked).
  *  A claim abandoned between steps 2 and 4 (a handler that longjmps out)
- *  leaves its way reserved until a later claim finds it damaged.
+ *  keeps its way: no claim takes a reservation (table.c's rank_of).
  *
  * A racing eviction can hand a slot to another key under a thread that
  * still holds it; callers re-check bs_table_owns() after each wait and
@@ -200,7 +201,6 @@ int bs_table_slot_valid(struct bs_table *t, unsigned i, uint64_t *key);
 
 int bs_table_owns(struct bs_table *t, const struct bs_entry *e, uint64_t key);
 
-/* state word helpers */
 uint64_t bs_state_make(uint64_t next_at_ns, uint32_t failures);
 uint32_t bs_state_failures(uint64_t s);
 uint64_t bs_state_next_at(uint64_t s); /* ns */
@@ -230,7 +230,6 @@ uint32_t bs_entry_ok(struct bs_entry *e);
  * Returns the failure count. */
 uint32_t bs_entry_connected(struct bs_entry *e, uint64_t now);
 
-/* probe word helpers */
 uint64_t bs_probe_make(uint64_t stale_at_ns, uint32_t tid);
 uint64_t bs_probe_stale_at(uint64_t p); /* ns */
 uint32_t bs_probe_tid(uint64_t p);

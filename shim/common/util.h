@@ -21,13 +21,11 @@ static inline uint64_t bs_min_u64(uint64_t a, uint64_t b)
  * library call, so async-signal-safe. */
 static inline size_t bs_u64_digits(char *p, uint64_t v)
 {
-	char t[20];
-	size_t n = 0;
-	do
-		t[n++] = (char)('0' + v % 10);
-	while ((v /= 10));
-	for (size_t i = 0; i < n; i++)
-		p[i] = t[n - 1 - i];
+	size_t n = 1;
+	for (uint64_t w = v; w >= 10; w /= 10)
+		n++;
+	for (size_t i = n; i > 0; v /= 10)
+		p[--i] = (char)('0' + v % 10);
 	return n;
 }
 
