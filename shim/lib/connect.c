@@ -9,7 +9,6 @@
 #include "log.h"
 #include "nonblock.h"
 #include "outcome.h"
-#include "park.h"
 #include "real.h"
 #include "responsive.h"
 #include "ret.h"

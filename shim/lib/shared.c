@@ -1,7 +1,6 @@
 /* shared: the host-wide table. See shared.h. */
 #include "shared.h"
 
-#include "addr.h"
 #include "policy.h"
 #include "clock.h"
 #include "log.h"
