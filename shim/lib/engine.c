@@ -498,7 +498,6 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	uint64_t s = c.e ? atomic_load_explicit(&c.e->state, memory_order_acquire) : 0;
 	uint64_t t0 = 0;
 	int err = 0;
-
 	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len)) || not_ours(&c, s)) {
 		/* the program's own connect (a connect to one of its own
 		 * listening ports always goes) */

@@ -36,8 +36,7 @@ BS_API int getaddrinfo(const char *node, const char *svc, const struct addrinfo 
 	 * the program connects each address to a port of its own (libuv) */
 	if (n >= 2)
 		bs_res_add(bs_res(), svc ? keys : hosts, n, now, 0, !svc);
-	const struct bs_rules *rules = cfg->rules;
-	if (n && node && rules && rules->n) /* for [dest name:port] sections */
+	if (n && node && cfg->rules && cfg->rules->n) /* for [dest name:port] sections */
 		bs_res_add(bs_res(), hosts, n, now, bs_name_hash(node, (unsigned)strlen(node)), 0);
 	return r;
 }
