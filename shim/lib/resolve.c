@@ -35,7 +35,8 @@ static int attempt(struct bs_op *op)
 	return l->last ? BS_ERR_EAI(l->last) : 0;
 }
 
-int bs_resolve_retries(const struct bs_config *cfg, int err)
+/* Does this lookup error (BS_ERR_EAI) lead into backoff under cfg? */
+static int retries(const struct bs_config *cfg, int err)
 {
 	return (err == BS_ERR_EAI(EAI_AGAIN) && cfg->resolve >= BS_RESOLVE_TEMPORARY) ||
 	       (err == BS_ERR_EAI(EAI_NONAME) && cfg->resolve == BS_RESOLVE_WAIT);
@@ -60,7 +61,7 @@ int bs_resolve(const struct bs_config *cfg, const char *node, const char *svc,
 	if (!len || cfg->resolve == BS_RESOLVE_OFF || !res)
 		return bs_real_getaddrinfo(node, svc, hints, res);
 	bs_first_connect(); /* the shared table, as for a connect */
-	struct lookup l = {{attempt, bs_resolve_retries}, node, svc, hints, res, 0, errno, errno};
+	struct lookup l = {{attempt, retries}, node, svc, hints, res, 0, errno, errno};
 	struct bs_dest d = {bs_name_key(a, len), a, len};
 	int r = bs_engine_retry_op(cfg, &d, &l.op);
 	if (r == 0) /* a name has no first byte to wait for: healthy now */

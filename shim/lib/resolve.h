@@ -15,7 +15,5 @@
 /* getaddrinfo() as the settings say; its result and errno as libc's. */
 int bs_resolve(const struct bs_config *cfg, const char *node, const char *svc,
 	       const struct addrinfo *hints, struct addrinfo **res);
-/* Does this lookup error (BS_ERR_EAI) lead into backoff under cfg? */
-int bs_resolve_retries(const struct bs_config *cfg, int err);
 
 #endif
