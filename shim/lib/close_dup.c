@@ -66,19 +66,12 @@ static void copied(int from, int to)
 	bs_fd_copy(bs_fds(), from, to);
 }
 
-/* The number a dup returned names what `from` names. */
+/* The number a dup returned (dup2 and dup3 return `to`) names what `from`
+ * names. */
 static int duplicated(int from, int r)
 {
 	if (r >= 0)
 		copied(from, r);
-	return r;
-}
-
-/* dup2/dup3 returned r: `to` now names what `from` names, if it went. */
-static int duplicated_onto(int from, int to, int r)
-{
-	if (r >= 0)
-		copied(from, to);
 	return r;
 }
 
@@ -145,13 +138,13 @@ BS_API int dup(int fd) { return duplicated(fd, bs_real_dup(fd)); }
 BS_API int dup2(int from, int to)
 {
 	replacing(from, to);
-	return duplicated_onto(from, to, bs_real_dup2(from, to));
+	return duplicated(from, bs_real_dup2(from, to));
 }
 
 BS_API int dup3(int from, int to, int flags)
 {
 	replacing(from, to);
-	return duplicated_onto(from, to, bs_real_dup3(from, to, flags));
+	return duplicated(from, bs_real_dup3(from, to, flags));
 }
 
 /* fcntl and fcntl64 are variadic: the optional argument is read as one

@@ -22,11 +22,10 @@
  * re-check their destinations (a success elsewhere releases them). */
 #define BS_DEFER_RECHECK (200 * BS_NS_PER_MS)
 
-/* Give every parked socket of the process that is due its next attempt
- * (reconnect it), or its end (budget spent: the last error becomes owed
- * and the socket is back in its epoll set). Returns the earliest time (ns)
- * at which a parked socket needs looking at again, capped at
- * now + BS_DEFER_RECHECK, or BS_TIMEOUT_NONE if none is parked. */
+/* Give every due parked socket of the process its next attempt (a
+ * reconnect) or its end (budget spent: its last error owed, back in its
+ * epoll set). Returns when (ns) a parked socket needs looking at again, at
+ * most now + BS_DEFER_RECHECK, or BS_TIMEOUT_NONE if none is parked. */
 uint64_t bs_defer_run(uint64_t now);
 
 /* The same for one parked socket (a call that touches it). Returns its
@@ -35,10 +34,10 @@ uint64_t bs_defer_run(uint64_t now);
 unsigned bs_defer_run_fd(int fd, uint64_t now);
 
 /* A readiness call saw fd (connecting) with an error or hangup. In defer
- * and retry modes, learn the outcome the way a program would (SO_ERROR),
- * publish it, and park fd (defer) or retry it in the call (retry). Says
- * what the readiness call reports for fd:
- *   KEEP:      the report as it is (the error, if read away, is owed to the
+ * and retry modes, learn the outcome as a program would (SO_ERROR), publish
+ * it, and park fd (defer) or retry it in the call (retry). Says what the
+ * readiness call reports for fd:
+ *   KEEP:      the report as it is (an error read away is owed to the
  *              program's next look: bs_owed_take);
  *   HIDE:      nothing (fd is parked now);
  *   CONNECTED: writable (retry mode connected it);

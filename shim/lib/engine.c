@@ -61,7 +61,6 @@ static __thread struct call *open_calls __attribute__((tls_model("initial-exec")
 /* Returned by a step of the call that does not end it: the loop goes on. */
 #define AGAIN 1
 
-/* Does err lead into backoff? */
 static int retries(const struct call *c, int err)
 {
 	if (c->op)
@@ -119,8 +118,8 @@ static void record_failure_after(struct call *c, uint64_t s, uint64_t t0, int er
 	record_failure(c, s, t0, bs_next_wait(c->cfg, c->e, s), err);
 }
 
-/* Back from a wait or an attempt: if a jump inside a signal handler took
- * the call out of open_calls, it is alive after all and goes back in. */
+/* Into open_calls unless in it: at the start, and back from a wait or an
+ * attempt that a signal handler's jump took it out of (alive after all). */
 static void still_open(struct call *c)
 {
 	if (!c->listed) {
@@ -169,7 +168,6 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	return AGAIN;
 }
 
-/* Our probe, and the shared table's lock that goes with it, let go. */
 static void release_probe(struct call *c, uint64_t mine)
 {
 	int lock = c->lock;
@@ -178,7 +176,6 @@ static void release_probe(struct call *c, uint64_t mine)
 	bs_shared_release(lock);
 }
 
-/* Our probe ends: released, its outcome published; returns -err. */
 static int probe_ends(struct call *c, uint64_t mine, int err)
 {
 	release_probe(c, mine);
@@ -420,9 +417,8 @@ static int retry_loop(struct call *c)
 	c->held = 0;
 	atomic_init(&c->in_attempt, 0);
 	atomic_init(&c->in_wait, 0);
-	c->outer = open_calls;
-	open_calls = c;
-	c->listed = 1;
+	c->listed = 0;
+	still_open(c);
 	pthread_cleanup_push(cancelled, c);
 	r = loop(c);
 	pthread_cleanup_pop(0);
@@ -504,7 +500,6 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	uint64_t s = c.e ? atomic_load_explicit(&c.e->state, memory_order_acquire) : 0;
 	uint64_t t0 = 0;
 	int err = 0;
-
 	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len)) || not_ours(&c, s)) {
 		/* the program's own connect (a connect to one of its own
 		 * listening ports always goes) */

@@ -7,13 +7,9 @@
  * or ADD on a socket the shim took out of its set is answered as if it were
  * still there.
  *
- * The waits: while no socket of the process is connecting or parked, a
- * straight call (one load added). Otherwise the wait is capped at the
- * earliest due time of a parked socket (and BS_DEFER_RECHECK), due sockets
- * are reconnected (and put back in their sets), and every reported
- * EPOLLERR/EPOLLHUP of a connecting socket is screened: parked and dropped
- * from the results in defer mode, retried in the call in retry mode. The
- * call then goes on waiting for the rest of the program's own timeout.
+ * The waits, as poll.c's: due sockets are reconnected (and put back in
+ * their sets), and a reported EPOLLERR/EPOLLHUP of a connecting socket is
+ * screened: dropped from the results if parked.
  */
 #include "clock.h"
 #include "defer.h"
@@ -47,9 +43,8 @@ static int answered_for_parked(int epfd, int op, int fd, const struct epoll_even
 	struct bs_fdslot *s = bs_fd_slot(t, fd);
 	if (!s || !bs_park_is_parked(fd) || !bs_park_holds(fd))
 		return 0;
-	int out_of_set = (atomic_load(&s->flags) & BS_FDF_EP_REMOVED) || !atomic_load(&s->ep_set);
-	if (!out_of_set)
-		return 0;
+	if (!(atomic_load(&s->flags) & BS_FDF_EP_REMOVED) && atomic_load(&s->ep_set))
+		return 0; /* in its set: the kernel answers */
 	if (atomic_load(&s->ep_set) && !bs_fd_ep_in(t, epfd, fd)) {
 		bs_park_end(fd); /* a second set: the illusion ends here */
 		return 0;

@@ -284,15 +284,6 @@ static int fresh_path_fits(void)
 	       !bs_log_enabled(BS_LOG_DEBUG);
 }
 
-/* Tell a supervisor (backoffshim run --engine seccomp, sfilter.h), if
- * one watches this process, that the library retries its connects: the
- * supervisor then passes them through, so no connect waits twice. Without
- * one the kernel answers EINVAL at once; the answer changes nothing here. */
-static void announce_to_a_supervisor(void)
-{
-	syscall(SYS_prctl, BS_SUP_PRCTL_OPTION, 0, 0, 0, 0);
-}
-
 __attribute__((constructor)) static void init(void)
 {
 	int expect = ST_NONE;
@@ -330,8 +321,13 @@ __attribute__((constructor)) static void init(void)
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))
 		log_loaded();
 	bs_errno_off_g = (char *)&errno - (char *)__builtin_thread_pointer();
+	/* Tell a supervisor (backoffshim run --engine seccomp, sfilter.h), if
+	 * one watches this process, that the library retries its connects: the
+	 * supervisor then passes them through, so no connect waits twice.
+	 * Without one the kernel answers EINVAL at once; the answer changes
+	 * nothing here. */
 	if (!g_cfg.disable)
-		announce_to_a_supervisor();
+		syscall(SYS_prctl, BS_SUP_PRCTL_OPTION, 0, 0, 0, 0);
 	atomic_store(&g_state, g_cfg.disable ? ST_OFF : ST_READY);
 	errno = saved;
 }

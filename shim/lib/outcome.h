@@ -23,11 +23,10 @@ uint64_t bs_dest_host(const struct bs_dest *d);
 void bs_outcome_failed(struct bs_entry *e, const struct bs_dest *d, uint64_t seen,
 		       uint64_t t0, uint64_t delay, int err, int quiet);
 /* A failure learned after the fact (a non-blocking connect's error, EOF
- * before the first byte, a send error), announcing the next attempt only
- * if it is due before announce_before (the time the caller's own budget
- * ends; UINT64_MAX: always): a wait that will not happen is not announced;
- * the give-up line follows instead. Returns 1 if the policy allows no
- * further attempt after it. */
+ * before the first byte, a send error). The next attempt is announced only
+ * if due before announce_before (the end of the caller's budget; UINT64_MAX:
+ * always), else the give-up line follows instead. Returns 1 if the policy
+ * allows no further attempt. */
 int bs_outcome_failed_later(const struct bs_config *cfg, const struct bs_dest *d,
 			    uint64_t t0, int err, uint64_t announce_before);
 /* Pace's probe inside the window failed: counted for the operator, no
@@ -49,18 +48,17 @@ int bs_owed_holds(int fd);
 void bs_outcome_healthy(uint64_t key);
 
 /* Events the wrappers report on a tracked fd; outcome.c decides what
- * follows (the table, the fd's state, the resolution records, the log).
- * The healthy_after test and the "proved healthy" transition (destination
- * healthy, fd BS_FD_HEALTHY) live there, each written once.
+ * follows (table, fd state, resolution records, log), with the one
+ * healthy_after test and the one "proved healthy" transition (destination
+ * healthy, fd BS_FD_HEALTHY).
  *  started:      a connect is in flight (EINPROGRESS at t0): track fd
- *                (unless nonblocking = off); returns -EINPROGRESS, as
- *                connect() does;
+ *                (unless nonblocking = off); returns -EINPROGRESS;
  *  lived:        fd on probation is in use: if it lived healthy_after it is
  *                healthy, whatever ends it now (returns 1 then);
- *  first_byte:   the peer sent a byte: healthy (if fd still names d);
- *                (to a destination the table holds no entry for there is
- *                nothing to publish: read_send.c's fast track moves the
- *                slot alone, bs_fd_first_byte, and skips lived and sent)
+ *  first_byte:   the peer sent a byte: healthy (if fd still names d); to a
+ *                destination with no entry, nothing to publish: the fast
+ *                track (read_send.c) moves the slot alone and skips lived
+ *                and sent;
  *  closed_early: EOF (err 0) or a reset (err) before the first byte: a
  *                failed attempt, unless it lived healthy_after or was an
  *                upload the peer took in full;
@@ -78,11 +76,10 @@ void bs_outcome_paced_connected(int fd, uint64_t t0);
 /* Nothing more is to be learned from fd (its connect failed for good, was
  * given up, or it is not a stream): untracked. */
 void bs_outcome_forget(int fd);
-/* The number fd names a new descriptor (socket, accept, dup) of the
- * socket type `type` (socket()'s argument; 0: not known): nothing else
- * known. One load and one store when its slot is clean; otherwise (a
- * number closed behind the wrappers' back) the probe its old connect held
- * is let go and the slot renewed first. */
+/* fd names a new descriptor (socket, accept, dup) of socket type `type`
+ * (socket()'s argument; 0: not known), nothing else known. One load and one
+ * store when its slot is clean; otherwise (a number closed behind the
+ * wrappers' back) its old connect's probe is let go and the slot renewed. */
 void bs_outcome_renew(int fd);
 static inline void bs_outcome_new_fd(int fd, int type)
 {
@@ -118,10 +115,10 @@ struct bs_dest bs_fd_dest(int fd, struct sockaddr_storage *ss);
 struct bs_budget;
 int bs_outcome_give_up(const struct bs_dest *d, const struct bs_budget *b, int err);
 /* A call waits on a schedule others move (engine.c): the first line says
- * why it waits (the destination's failures and last error, who is trying
- * it, or NULL: nobody yet) and how long; later ones, each step another
- * published. bs_outcome_tell_step: is this the first thread of the process
- * to tell the log of step `failures` of e? (one line per step per process) */
+ * why (the destination's failures and last error, who is trying it, or
+ * NULL: nobody yet) and how long; later ones, each step another published.
+ * bs_outcome_tell_step: is this the first thread of the process to tell
+ * the log of step `failures` of e? (one line per step per process) */
 int bs_outcome_tell_step(const struct bs_entry *e, uint32_t failures);
 void bs_outcome_log_waiting(const struct bs_dest *d, int first, uint32_t failures, int err,
 			    const char *who, uint64_t wait);

@@ -4,17 +4,16 @@
  *
  * Promise: when a tracked non-blocking connect fails with a retryable error
  * and the shim can keep the illusion, the socket is parked instead of the
- * failure being reported: its error is read away, the socket is
- * disconnected (connect(AF_UNSPEC)), taken out of the program's epoll set,
- * and hidden from every readiness call. To the program it is still
- * connecting (SO_ERROR 0, connect() EALREADY, send/recv EAGAIN,
- * getpeername ENOTCONN). When the destination is due, and this socket is
- * its one probe (single flight) or the destination has connected
- * elsewhere, the same socket is reconnected without blocking, put back
- * into its epoll set with the program's own events and data, and the
- * program sees the real outcome. When the budget (max_attempts,
- * max_elapsed) would end while parked, the socket is not parked: the
- * program sees the last real error, as without the shim.
+ * failure being reported: its error read away, disconnected
+ * (connect(AF_UNSPEC)), out of the program's epoll set, hidden from every
+ * readiness call. To the program it is still connecting (SO_ERROR 0,
+ * connect() EALREADY, send/recv EAGAIN, getpeername ENOTCONN). When the
+ * destination is due, and this socket is its one probe (single flight) or
+ * it has connected elsewhere, the same socket is reconnected without
+ * blocking, back in its epoll set with the program's own events and data,
+ * and the program sees the real outcome. When the budget (max_attempts,
+ * max_elapsed) would end while parked, it is not parked: the program sees
+ * the last real error, as without the shim.
  *
  * The shim never parks a socket it cannot hide: shared through dup
  * (BS_FDF_NO_PARK), registered in two epoll sets, O_ASYNC, or one more than
@@ -34,10 +33,9 @@ static inline int bs_park_is_parked(int fd)
 	return bs_fd_state(bs_fds(), fd) == BS_FD_PARKED;
 }
 
-/* Is fd parked, and does the number still name the socket the shim took
- * custody of, in the process that did (custody.h)? Every made-up answer
- * for a parked socket asks this first. A parked slot whose number now
- * names something else is forgotten here. */
+/* Is fd parked, and does it still name the socket the shim took custody
+ * of, in the process that did (custody.h)? Every made-up answer for a
+ * parked socket asks this first; a stale parked slot is forgotten here. */
 int bs_park_holds(int fd);
 
 /* The program watches fd where the shim cannot screen it (a poll() array
@@ -50,9 +48,9 @@ void bs_park_unscreened(int fd);
  * (a dup) may keep it alive and wait on it. Before the close. */
 void bs_park_end_out_of_sets(unsigned lo, unsigned hi);
 
-/* The failure err of fd's tracked non-blocking connect (its error already
- * read from the kernel) was published; park fd if cfg's mode is defer and
- * the illusion can be kept. Returns 1 if parked. */
+/* The failure err of fd's tracked non-blocking connect (already read from
+ * the kernel) was published: park fd if cfg's mode parks and the illusion
+ * can be kept. Returns 1 if parked. */
 int bs_park(const struct bs_config *cfg, int fd, int err);
 /* Until when a failure of fd's attempt, just learned, may still be
  * followed by another attempt of fd, which bs_park would park: 0 if its

@@ -1,14 +1,10 @@
 /*
- * select, pselect: while no socket of the process is connecting or parked,
- * a straight call (one load added). Otherwise, as poll.c does: the sets are
- * copied onto the stack with the bits of parked sockets cleared, the wait is
- * capped at the earliest due time of a parked socket (and BS_DEFER_RECHECK),
- * and a connecting socket reported ready is screened (select reports a
- * failed connect as readable and writable: the kernel is asked whether it
- * failed, without reading the error): parked and cleared in defer mode,
- * retried in the call in retry mode. The call then goes on waiting for the
- * rest of the program's own timeout. nfds beyond FD_SETSIZE: passed through,
- * the parked sockets in its sets ended first (their last error owed).
+ * select, pselect: as poll.c does, on copies of the sets with the bits of
+ * parked sockets cleared. select reports a failed connect as readable and
+ * writable, so a connecting socket reported ready is screened only if the
+ * kernel says it failed (its error not read). nfds beyond FD_SETSIZE:
+ * passed through, the parked sockets in its sets ended first (their last
+ * error owed).
  */
 #include "clock.h"
 #include "defer.h"
@@ -50,7 +46,6 @@ static int real_wait(const struct call *c, struct sets *s, uint64_t ns)
 	return (int)BS_NEG(bs_real_select(c->n, p[R], p[W], p[E], bs_timeout_tv(ns, &tv)));
 }
 
-/* In how many of the sets is fd? */
 static int in_sets(const struct sets *s, int fd)
 {
 	return FD_ISSET(fd, &s->s[R]) + FD_ISSET(fd, &s->s[W]) + FD_ISSET(fd, &s->s[E]);
@@ -109,7 +104,6 @@ static int wait_and_screen(void *call, uint64_t now, uint64_t wake)
 	return r;
 }
 
-/* The program's sets taken, the rounds, and errno set at the end (ret.h). */
 static int deferred(struct call *c)
 {
 	int saved = errno;

@@ -1,7 +1,6 @@
 /* shared: the host-wide table. See shared.h. */
 #include "shared.h"
 
-#include "addr.h"
 #include "policy.h"
 #include "clock.h"
 #include "log.h"
@@ -262,11 +261,9 @@ void bs_shared_mark_known(const struct bs_entry *e)
 /* The lock file's descriptors sit high, out of the numbers a program
  * counts on (the lowest free one first: a thread's socket() while another
  * waits gets the number it gets without the shim): from LOCK_FD_LOW, or
- * lower under a small limit, and never within LOCK_FD_ROOM of the limit.
- * (The open itself takes the lowest free number for the few instructions
- * until the move.) A process whose limit leaves no such room goes without
- * the lock, as where the lock file cannot be made: its open is not even
- * tried. */
+ * lower under a small limit, never within LOCK_FD_ROOM of the limit (the
+ * open takes the lowest free number until the move). A process whose limit
+ * leaves no such room goes without the lock, its open not even tried. */
 #define LOCK_FD_LOW 512
 #define LOCK_FD_ROOM 64
 

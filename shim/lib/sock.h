@@ -3,13 +3,13 @@
  *
  * Promise: raw syscalls only (async-signal-safe, no allocation). Kernel
  * facts this module relies on (checked with small C programs on Linux 6.18):
- *  - a blocking TCP socket whose connect() failed (refused, timed out) is
- *    back in the unconnected state and may connect() again; so may AF_UNIX;
+ *  - a blocking TCP (or AF_UNIX) socket whose connect() failed is back in
+ *    the unconnected state and may connect() again;
  *  - a non-blocking connect() whose failure was learned through poll and
  *    SO_ERROR leaves the socket "connecting": the next connect() returns
- *    ECONNABORTED. connect(AF_UNSPEC) puts it back in the unconnected state
- *    with no error pending, exactly where a failed blocking connect() leaves
- *    it, so the program's own next connect() starts afresh;
+ *    ECONNABORTED. connect(AF_UNSPEC) puts it back where a failed blocking
+ *    connect() leaves it, no error pending, so the next connect() starts
+ *    afresh;
  *  - connect(AF_UNSPEC) on a socket still handshaking aborts it and leaves
  *    ECONNRESET pending in SO_ERROR, which must be read away;
  *  - a connect() on a socket still handshaking returns EALREADY, and poll
@@ -18,10 +18,9 @@
  *    then): check for a peer before aborting, or an established connection
  *    gets reset.
  * A retried attempt never changes a program-visible property of the
- * socket: the fd number, options (SO_SNDTIMEO included), bound address and
- * flags stay as the program set them. The attempt is a non-blocking connect
- * (O_NONBLOCK is set for that one call only, with all signals blocked, so
- * no handler can observe it or longjmp out while it is set) followed by a
+ * socket (fd number, options, SO_SNDTIMEO, bound address, flags). It is a
+ * non-blocking connect (O_NONBLOCK set for that one call only, all signals
+ * blocked, so no handler can see it or longjmp out meanwhile), then a
  * ppoll() on the fd toward the attempt's deadline.
  */
 #ifndef BS_SOCK_H
@@ -87,15 +86,14 @@ void bs_sock_abort(int fd);
  * a connect() may still follow. */
 void bs_sock_as_refused(int fd);
 
-/* At EOF before the peer sent a byte: did it take everything we sent?
- * For TCP, true when TCP_INFO's tcpi_bytes_acked > 1 (the SYN counts 1),
- * SIOCOUTQ is 0 and no error (a reset) is pending, as poll() sees it:
- * SO_ERROR would take the error from the program. Then the exchange was an
- * upload that the server completed (graphite, syslog, nc -N), not a failed
- * connection. Asked of the kernel, not of what the wrappers saw written:
- * stdio through fdopen() bypasses them, and a server that closes at once
- * may FIN before our data reaches it. Another stream (AF_UNIX) cannot
- * tell: its orderly close counts as an upload taken. */
+/* At EOF before the peer sent a byte: did it take everything we sent (an
+ * upload the server completed: graphite, syslog, nc -N)? For TCP, true when
+ * TCP_INFO's tcpi_bytes_acked > 1 (the SYN counts 1), SIOCOUTQ is 0 and no
+ * error (a reset) is pending, as poll() sees it (SO_ERROR would take the
+ * error from the program). Asked of the kernel, not of what the wrappers
+ * saw written: stdio through fdopen() bypasses them, and a server that
+ * closes at once may FIN before our data reaches it. AF_UNIX cannot tell:
+ * its orderly close counts as an upload taken. */
 int bs_sock_peer_took_all(int fd);
 
 /* Did fd's TCP connect go through before the error now pending on it (a
