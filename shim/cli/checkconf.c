@@ -81,21 +81,16 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
  * so the file is not OK. Checked on this machine, which should be the one
  * the file is for. (`shared = /path` is only a table's name, hashed into
  * its key: no file is made there.) */
-static void check_dir_of(const char *origin, const char *key, const char *path,
-			 unsigned *problems)
+static void check_log_dir(const struct bs_config *c, const char *origin, unsigned *problems)
 {
-	char dir[sizeof ((struct bs_config *)0)->log_file];
+	char dir[sizeof c->log_file];
 	struct stat st;
-	bs_path_dir(path, dir, sizeof dir);
+	if (!c->log_file[0])
+		return;
+	bs_path_dir(c->log_file, dir, sizeof dir);
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		report(problems, origin, 0, key, path,
+		report(problems, origin, 0, "[log] file", c->log_file,
 		       "its directory does not exist here (the library would not use it)");
-}
-
-static void check_paths(const struct bs_config *c, const char *origin, unsigned *problems)
-{
-	if (c->log_file[0])
-		check_dir_of(origin, "[log] file", c->log_file, problems);
 }
 
 /* One FILE, or the variables (path NULL) and the names no one reads,
@@ -115,7 +110,7 @@ static unsigned check(const char *path)
 		return problems;
 	bs_config_finish(&cfg);
 	bs_config_check(&cfg, origin, report, &problems);
-	check_paths(&cfg, origin, &problems);
+	check_log_dir(&cfg, origin, &problems);
 	if (!path)
 		bs_config_check_env_names(environ, report, &problems);
 	return problems;
@@ -143,11 +138,10 @@ int bs_cmd_check_config(int argc, char **argv)
 	int status = 0;
 	for (int i = optind; i < argc + env; i++) { /* --env: the variables last */
 		const char *path = i < argc ? argv[i] : NULL;
-		if (check(path)) {
+		if (check(path))
 			status = 1;
-		} else {
+		else
 			put_escaped("", path ? path : "environment", 1000, ": ok\n");
-		}
 	}
 	return status;
 }

@@ -126,27 +126,17 @@ int bs_cli_take_setting(const char *sub, int opt, const char *value)
 	return 0;
 }
 
-/* dir of the running binary into `dir` ("" if unknown). */
-static void exe_dir(const char *argv0, char dir[PATH_MAX])
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0)
-		exe[n] = '\0';
-	else if (!(argv0 && strchr(argv0, '/') && realpath(argv0, exe)))
-		exe[0] = '\0';
-	if (exe[0]) /* an absolute path */
-		bs_path_dir(exe, dir, PATH_MAX);
-	else
-		dir[0] = '\0';
-}
-
 int bs_cli_find_library(const char *argv0, char out[PATH_MAX], int say)
 {
-	char dir[PATH_MAX], cand[5][PATH_MAX + 64];
+	char exe[PATH_MAX], dir[PATH_MAX], cand[5][PATH_MAX + 64];
 	int n = 0;
-	exe_dir(argv0, dir);
-	if (dir[0]) {
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len > 0)
+		exe[len] = '\0';
+	else if (!(argv0 && strchr(argv0, '/') && realpath(argv0, exe)))
+		exe[0] = '\0';
+	if (exe[0]) { /* an absolute path: the running binary's */
+		bs_path_dir(exe, dir, sizeof dir);
 		snprintf(cand[n++], sizeof cand[0], "%s/" LIB_NAME, dir);
 		snprintf(cand[n++], sizeof cand[0], "%s/../lib/" LIB_NAME, dir);
 		snprintf(cand[n++], sizeof cand[0], "%s/../" PACKAGED, dir);
@@ -326,22 +316,13 @@ static const char *why_no_effect(const char *path, int depth, enum program *what
 
 enum engine { AUTO, PRELOAD, SECCOMP };
 
-/* --log debug (or BACKOFFSHIM_LOG=debug): run says which engine. */
-static void say_engine(enum engine e, enum engine asked, enum program what, const char *path)
-{
-	const char *level = getenv("BACKOFFSHIM_LOG");
-	static const char *const kinds[] = {"a dynamic program", "a set-id program",
-					    "a static binary", "a Go program"};
-	if (level && !strcasecmp(level, "debug"))
-		fprintf(stderr, "backoffshim run: engine %s for %s (%s%s)\n",
-			e == SECCOMP ? "seccomp" : "preload", path, kinds[what],
-			asked == e ? ", asked for" : "");
-}
-
 /* The engine for cmd, with at most one warning line: a program neither
  * engine can act on, or an engine this machine cannot run, runs anyway. */
 static enum engine choose_engine(const char *cmd, enum engine asked)
 {
+	static const char *const kinds[] = {"a dynamic program", "a set-id program",
+					    "a static binary", "a Go program"};
+	const char *level = getenv("BACKOFFSHIM_LOG");
 	char path[PATH_MAX];
 	enum program what = PLAIN;
 	const char *why = NULL;
@@ -362,7 +343,10 @@ static enum engine choose_engine(const char *cmd, enum engine asked)
 	else if (e == PRELOAD && why)
 		fprintf(stderr, "backoffshim run: warning: the shim will have no effect on %s: %s\n",
 			path, why);
-	say_engine(e, asked, what, path);
+	if (level && !strcasecmp(level, "debug")) /* --log debug: say which engine */
+		fprintf(stderr, "backoffshim run: engine %s for %s (%s%s)\n",
+			e == SECCOMP ? "seccomp" : "preload", path, kinds[what],
+			asked == e ? ", asked for" : "");
 	return e;
 }
 

@@ -49,7 +49,7 @@ static const char help_text[] =
 	"not a regular file, too large: the schedule shown is then the defaults');\n"
 	"2 on a usage error.\n";
 
-/* The loader's context: what --config said, and the problems counted. */
+/* The loader's context. */
 struct load_ctx {
 	const char *config; /* --config, or NULL */
 	unsigned problems;
@@ -233,15 +233,10 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
  * it came from. */
 static uint64_t choose_seed(const struct schedule_opts *o, const struct bs_config *cfg)
 {
-	uint64_t seed = o->seed;
-	const char *how = "--seed";
-	if (!o->have_seed && cfg->seed_set) {
-		seed = cfg->seed;
-		how = "the configured seed";
-	} else if (!o->have_seed) {
-		seed = random_seed();
-		how = "random; pass --seed to repeat";
-	}
+	uint64_t seed = o->have_seed ? o->seed : cfg->seed_set ? cfg->seed : random_seed();
+	const char *how = o->have_seed    ? "--seed"
+			  : cfg->seed_set ? "the configured seed"
+					  : "random; pass --seed to repeat";
 	printf("seed: %llu (%s)\n", (unsigned long long)seed, how);
 	return seed;
 }

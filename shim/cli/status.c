@@ -101,13 +101,6 @@ static int watch_seconds(const char *text, double *out)
 	return 0;
 }
 
-/* An option of the other subcommand, named as it was typed (up to any '='),
- * as getopt names one it does not know at all. */
-static int not_here(const char *sub, const char *word)
-{
-	return bs_cli_usage(sub, "unknown option '%.*s'", (int)strcspn(word, "="), word);
-}
-
 static int parse(int argc, char **argv, const char *sub, const char *usage, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -125,28 +118,25 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 	int is_status = !strcmp(sub, "status");
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		const char *word = argv[optind - 1];
+		/* the other subcommand's option: named as typed (up to any '='), as
+		 * getopt names one it does not know at all */
+		if (strchr(is_status ? "a" : "jpgw", c))
+			return bs_cli_usage(sub, "unknown option '%.*s'", (int)strcspn(word, "="), word);
 		switch (c) {
 		case 'j':
 		case 'p':
-			if (!is_status)
-				return not_here(sub, argv[optind - 1]);
 			o->format = c == 'j' ? JSON : PROMETHEUS;
 			break;
 		case 't': o->table = optarg; break;
 		case 'u': o->user = optarg; break;
 		case 'a':
-			if (is_status)
-				return not_here(sub, argv[optind - 1]);
 			o->all = 1;
 			break;
 		case 'g':
-			if (!is_status)
-				return not_here(sub, argv[optind - 1]);
 			o->gc = 1;
 			break;
 		case 'w':
-			if (!is_status)
-				return not_here(sub, argv[optind - 1]);
 			o->watch = WATCH_DEFAULT;
 			/* --watch=S, or --watch S: a next word that is no option */
 			if (!optarg && optind < argc && argv[optind][0] != '-')
@@ -424,12 +414,8 @@ static void print_json(const struct row *r, unsigned n)
 	puts(n ? "\n]" : "]");
 }
 
-struct labels {
-	const char *table, *user;
-};
-
 static void metric(const char *name, const char *type, const char *help, const struct row *r,
-		   unsigned n, size_t field, int is_double, const struct labels *lb)
+		   unsigned n, size_t field, int is_double, const char *table, const char *user)
 {
 	printf("# HELP backoffshim_%s %s\n# TYPE backoffshim_%s %s\n", name, help, name, type);
 	for (unsigned i = 0; i < n; i++) {
@@ -441,9 +427,9 @@ static void metric(const char *name, const char *type, const char *help, const s
 		printf("backoffshim_%s{destination=\"", name);
 		put_escaped(r[i].dest, 0);
 		printf("\",table=\"");
-		put_escaped(lb->table, 0);
+		put_escaped(table, 0);
 		printf("\",user=\"");
-		put_escaped(lb->user, 0);
+		put_escaped(user, 0);
 		if (is_double)
 			printf("\"} %.3f\n", *(const double *)(const void *)p);
 		else
@@ -453,9 +439,10 @@ static void metric(const char *name, const char *type, const char *help, const s
 
 /* Absolute times, not gauges that change every second; idle destinations
  * are left out, so that many short-lived ones do not churn labels. */
-static void print_prometheus(const struct row *r, unsigned n, const struct labels *lb)
+static void print_prometheus(const struct row *r, unsigned n, const char *table, const char *user)
 {
-#define M(name, type, help, field, dbl) metric(name, type, help, r, n, offsetof(struct row, field), dbl, lb)
+#define M(name, type, help, field, dbl) \
+	metric(name, type, help, r, n, offsetof(struct row, field), dbl, table, user)
 	M("consecutive_failures", "gauge", "Failures since the destination last worked.", failures, 0);
 	M("next_attempt_timestamp_seconds", "gauge",
 	  "When the next attempt may go out (Unix time).", next_at, 1);
@@ -469,14 +456,6 @@ static void print_prometheus(const struct row *r, unsigned n, const struct label
 	M("waited_seconds_total", "counter", "Time spent waiting between attempts.", waited, 1);
 	M("give_ups_total", "counter", "Connects that gave up.", giveups, 0);
 #undef M
-}
-
-static int open_lock_file(const struct where *w)
-{
-	char path[128];
-	if (!bs_shtab_lock_path(path, sizeof path, LOCK_DIR, w->key))
-		return -1;
-	return open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 }
 
 /* Slots whose key word is neither empty, free, reserved nor a key that
@@ -565,7 +544,10 @@ static int show(const struct opts *o, const struct where *w, unsigned max_rows)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	double wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
 	uint64_t forget = bs_policy_longest_wait(&w->cfg.policy);
-	int lockfd = t ? open_lock_file(w) : -1;
+	char lock[128];
+	int lockfd = t && bs_shtab_lock_path(lock, sizeof lock, LOCK_DIR, w->key)
+			     ? open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+			     : -1;
 	for (unsigned i = 0; t && i < BS_TABLE_SLOTS; i++)
 		n += read_row(t, i, now, wall, forget, lockfd, &rows[n]);
 	if (lockfd >= 0)
@@ -574,11 +556,10 @@ static int show(const struct opts *o, const struct where *w, unsigned max_rows)
 	char user[64];
 	struct passwd *pw = getpwuid(w->owner);
 	snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "?");
-	struct labels lb = {w->name, user};
 	if (o->format == JSON)
 		print_json(rows, n);
 	else if (o->format == PROMETHEUS)
-		print_prometheus(rows, n, &lb);
+		print_prometheus(rows, n, w->name, user);
 	else
 		print_text(rows, n, max_rows);
 	if (o->format == TEXT && geteuid() == 0 && !o->user && !o->table)
