@@ -59,8 +59,8 @@ int bs_cli_usage(const char *sub, const char *fmt, ...)
  * and argv[optind - 1]. Returns BS_EXIT_USAGE. */
 int bs_cli_bad_option(const char *sub, int ret, char **argv);
 /* --engine's value (run's, and schedule's, which takes run's options):
- * 0 with *e 0 auto, 1 preload, 2 seccomp; else the usage error (2). */
-int bs_cli_engine(const char *sub, const char *v, int *e);
+ * 0 auto, 1 preload, 2 seccomp; else -1 after the usage error. */
+int bs_cli_engine(const char *sub, const char *v);
 
 /* A duration in the units the config accepts: "0", "250ms", "1.6s", "2m",
  * "409.6ms"; at most 3 decimals (rounded). buf needs 32 bytes. */

@@ -405,13 +405,14 @@ static int run_seccomp(char **argv)
 	return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
-int bs_cli_engine(const char *sub, const char *v, int *e)
+int bs_cli_engine(const char *sub, const char *v)
 {
 	static const char *const names[] = {"auto", "preload", "seccomp"};
 	for (int i = 0; i < 3; i++)
 		if (!strcmp(v, names[i]))
-			return *e = i, 0;
-	return bs_cli_usage(sub, "--engine '%s': expected auto, preload or seccomp", v);
+			return i;
+	bs_cli_usage(sub, "--engine '%s': expected auto, preload or seccomp", v);
+	return -1;
 }
 
 static int run_main(int argc, char **argv)
@@ -432,8 +433,8 @@ static int run_main(int argc, char **argv)
 			if (set_config_file(optarg))
 				return BS_EXIT_USAGE;
 		} else if (c == OPT_ENGINE) {
-			int e = 0;
-			if (bs_cli_engine("run", optarg, &e))
+			int e = bs_cli_engine("run", optarg);
+			if (e < 0)
 				return BS_EXIT_USAGE;
 			engine = (enum engine)e;
 		} else if (c == 'h') {

@@ -210,12 +210,10 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 				return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
 			o->have_seed = 1;
 			break;
-		case 'e': { /* run's: both engines keep one schedule */
-			int e = 0;
-			if (bs_cli_engine("schedule", optarg, &e))
+		case 'e': /* run's: both engines keep one schedule */
+			if (bs_cli_engine("schedule", optarg) < 0)
 				return BS_EXIT_USAGE;
 			break;
-		}
 		case 'h':
 			fputs(help_text, stdout);
 			return 0;
