@@ -269,11 +269,11 @@ static int lock_held(int fd, uint64_t at)
 
 /* The processes waiting on slot i whose cell's lock is held (alive), and
  * their threads. */
-static void live_waiters(const struct bs_table *t, unsigned i, int lockfd, struct row *r)
+static void live_waiters(struct bs_table *t, unsigned i, int lockfd, struct row *r)
 {
 	r->procs = r->waiting = 0;
 	for (unsigned k = 0; k < BS_TABLE_WAITER_PIDS; k++) {
-		uint64_t c = atomic_load(&((struct bs_table *)(uintptr_t)t)->waiters[i][k]);
+		uint64_t c = atomic_load(&t->waiters[i][k]);
 		if (c && lock_held(lockfd, bs_shtab_waiter_byte(i, k))) {
 			r->procs++;
 			r->waiting += (uint32_t)c;
@@ -297,13 +297,13 @@ static int addr_is_key(const struct sockaddr *a, uint32_t len, uint64_t k)
 
 /* Slot i as a row, if it is failing or on probation and its address is
  * the one its key says. */
-static int read_row(const struct bs_table *t, unsigned i, uint64_t now, double wall,
+static int read_row(struct bs_table *t, unsigned i, uint64_t now, double wall,
 		    uint64_t forget, int lockfd, struct row *r)
 {
 	uint64_t k;
-	if (!bs_table_slot_valid((struct bs_table *)(uintptr_t)t, i, &k))
+	if (!bs_table_slot_valid(t, i, &k))
 		return 0;
-	struct bs_entry *e = (struct bs_entry *)(uintptr_t)&t->entries[i];
+	struct bs_entry *e = &t->entries[i];
 	uint64_t s = atomic_load(&e->state);
 	if (!bs_state_failures(s) && !(s & BS_PROBATION))
 		return 0;
