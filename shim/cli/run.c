@@ -181,11 +181,9 @@ static int preload(const char *lib)
 		return 0;
 	if (!old || !old[strspn(old, ": ")])
 		return setenv("LD_PRELOAD", lib, 1);
-	size_t len = strlen(old) + 1 + strlen(lib) + 1;
-	char *v = malloc(len);
-	if (!v)
+	char *v;
+	if (asprintf(&v, "%s:%s", old, lib) < 0)
 		return -1;
-	snprintf(v, len, "%s:%s", old, lib);
 	int r = setenv("LD_PRELOAD", v, 1);
 	free(v);
 	return r;
