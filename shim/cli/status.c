@@ -11,6 +11,7 @@
 #include "shtab.h"
 #include "table.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -657,17 +658,22 @@ static unsigned rebuild(struct bs_table *t)
 	return fixed;
 }
 
-/* A name lookup backing off (`resolve`), written as status shows it. */
+/* A name lookup backing off (`resolve`), written as status shows it; 0 if
+ * text is none the library keeps: it keeps no lookup of a node with a ':'
+ * or of an IPv4 address (which always resolves). */
 static uint64_t name_key_of(const char *text)
 {
 	char node[BS_NAME_TEXT];
 	struct bs_name_addr a;
+	struct in_addr ip;
 	const char *colon = strrchr(text, ':');
 	size_t n = colon ? (size_t)(colon - text) : strlen(text);
 	if (!n || n >= sizeof node)
 		return 0;
 	memcpy(node, text, n);
 	node[n] = '\0';
+	if (strchr(node, ':') || inet_pton(AF_INET, node, &ip) == 1)
+		return 0;
 	socklen_t len = bs_name_addr(&a, node, colon ? colon + 1 : NULL);
 	return len ? bs_name_key((struct sockaddr *)&a, len) : 0;
 }
