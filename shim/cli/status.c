@@ -127,6 +127,8 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 		switch (c) {
 		case 'j':
 		case 'p':
+			if (o->format != TEXT && o->format != (c == 'j' ? JSON : PROMETHEUS))
+				return bs_cli_usage(sub, "--json and --prometheus exclude each other");
 			o->format = c == 'j' ? JSON : PROMETHEUS;
 			break;
 		case 't': o->table = optarg; break;

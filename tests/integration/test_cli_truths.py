@@ -22,3 +22,18 @@ def test_reset_of_a_destination_that_cannot_be_parsed_is_a_usage_error():
     for dest in ("db.internal:5432", "db.internal:postgres", "bogus"):
         rc, out, err = run([CLI, "reset", "--table", table, dest], cli_env())
         check(rc == 0 and err == "", "reset %s: rc=%d out=%r err=%r" % (dest, rc, out, err))
+
+
+def test_two_output_formats_of_status_are_a_usage_error():
+    """--json and --prometheus exclude each other, as the usage line says
+    ([--json | --prometheus]); the last one won before. The same one twice
+    is still one format."""
+    for args in (["--json", "--prometheus"], ["--prometheus", "--json"],
+                 ["--json", "--table", "x", "--prometheus"]):
+        rc, out, err = run([CLI, "status"] + args, cli_env())
+        check(rc == 2 and out == "" and
+              err == "backoffshim status: --json and --prometheus exclude each other\n"
+                     "Try 'backoffshim status --help'.\n",
+              "status %s: rc=%d out=%r err=%r" % (" ".join(args), rc, out, err))
+    rc, out, err = run([CLI, "status", "--json", "--json"], cli_env())
+    check(rc == 0 and out.startswith("[") and err == "", "--json twice: %d %r %r" % (rc, out, err))
