@@ -69,6 +69,13 @@ void bs_cli_dur(uint64_t ns, char *buf, size_t cap);
 /* getenv as a bs_config_getenv_fn (ctx unused). */
 const char *bs_cli_getenv(void *ctx, const char *name);
 
+/* The settings the library would use, loaded as it loads them (defaults,
+ * the INI file, the BACKOFFSHIM_* variables; [dest ...] sections into
+ * rules), but with file, if not NULL, in place of $BACKOFFSHIM_CONFIG.
+ * Problems go to report(ctx, ...), or nowhere if report is NULL. */
+void bs_cli_load(struct bs_config *c, struct bs_rules *rules, const char *file,
+		 bs_config_report_fn report, void *ctx);
+
 /* s with control and non-ASCII bytes as '?', cut at max bytes ("..."). */
 void bs_cli_printable(FILE *f, const char *s, size_t max);
 

@@ -382,7 +382,7 @@ static int run_seccomp(char **argv)
 	static struct bs_config cfg;
 	static struct bs_rules rules;
 	struct problems p = {0, 0};
-	bs_config_load_rules(&cfg, &rules, bs_cli_getenv, bs_read_file_libc, report, &p);
+	bs_cli_load(&cfg, &rules, NULL, report, &p);
 	bs_config_check_env_names(environ, report, &p);
 	setup_log(&cfg, argv[0]);
 	if (p.n) {

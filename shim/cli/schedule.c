@@ -2,7 +2,6 @@
 #include "cli.h"
 #include "log.h"
 #include "mix.h"
-#include "readfile.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -56,14 +55,6 @@ struct load_ctx {
 	int unreadable;     /* the config file could not be read */
 };
 
-static const char *get_env(void *ctx, const char *name)
-{
-	const struct load_ctx *x = ctx;
-	if (x->config && strcmp(name, "BACKOFFSHIM_CONFIG") == 0)
-		return x->config;
-	return getenv(name);
-}
-
 /* The library's own wording, on stderr. */
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
@@ -81,7 +72,7 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 static const struct bs_config *print_sources(const struct bs_config *c, struct load_ctx *x,
 					     const struct bs_cli_dest *dest)
 {
-	const char *file = get_env(x, "BACKOFFSHIM_CONFIG");
+	const char *file = x->config ? x->config : getenv("BACKOFFSHIM_CONFIG");
 	printf("config file: ");
 	if (file && *file)
 		bs_cli_printable(stdout, file, 200);
@@ -248,7 +239,7 @@ int bs_cmd_schedule(int argc, char **argv)
 		return status;
 
 	struct bs_config all;
-	bs_config_load_rules(&all, &rules, get_env, bs_read_file_libc, report, &o.x);
+	bs_cli_load(&all, &rules, o.x.config, report, &o.x);
 	bs_config_check_env_names(environ, report, &o.x);
 	const struct bs_config *cfg = print_sources(&all, &o.x, o.have_dest ? &o.dest : NULL);
 	uint64_t seed = choose_seed(&o, cfg);

@@ -7,7 +7,6 @@
 #include "clock.h"
 #include "errname.h"
 #include "policy.h"
-#include "readfile.h"
 #include "shtab.h"
 #include "table.h"
 
@@ -168,12 +167,6 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 	return -1;
 }
 
-static void quiet(void *ctx, const char *origin, unsigned line, const char *key,
-		  const char *value, const char *why)
-{
-	(void)ctx, (void)origin, (void)line, (void)key, (void)value, (void)why;
-}
-
 /* Which table: its key and owner, and the settings (for idle); 0, or 1
  * with a message printed. */
 struct where {
@@ -186,7 +179,7 @@ struct where {
 static int locate(const struct opts *o, struct where *w)
 {
 	static struct bs_rules rules;
-	bs_config_load_rules(&w->cfg, &rules, bs_cli_getenv, bs_read_file_libc, quiet, NULL);
+	bs_cli_load(&w->cfg, &rules, NULL, NULL, NULL);
 	w->owner = geteuid();
 	const char *name = w->cfg.shared[0] == '/' ? w->cfg.shared : "";
 	if (o->table) {
