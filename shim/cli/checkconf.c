@@ -13,7 +13,9 @@ static const char help_text[] =
 	"Parses each FILE exactly as the library does and prints every problem on\n"
 	"stdout, one per line; --env does the same for the BACKOFFSHIM_* variables\n"
 	"alone, over the built-in defaults, and names each BACKOFFSHIM_* variable\n"
-	"the library does not read, with the known name nearest to it:\n"
+	"the library does not read, with the known name nearest to it. With --env\n"
+	"and FILE, settings that do not fit together are judged as the library\n"
+	"reads and counts them: in each FILE with the variables over it. The lines:\n"
 	"  FILE:LINE: KEY = \"VALUE\": REASON\n"
 	"                           a bad value (the library ignores it)\n"
 	"  FILE:LINE: REASON        a bad line (syntax, too long, binary data)\n"
@@ -94,10 +96,14 @@ static void check_log_dir(const struct bs_config *c, const char *origin, unsigne
 }
 
 /* One FILE, or the variables (path NULL) and the names no one reads,
- * over the defaults ([dest ...] sections are read too): its problems. */
-static unsigned check(const char *path)
+ * over the defaults ([dest ...] sections are read too): its problems.
+ * `together` (--env with FILEs), settings that do not fit together are
+ * judged as the library reads and counts them: in each FILE with the
+ * variables over it, not in the variables alone. */
+static unsigned check(const char *path, int together)
 {
-	static struct bs_rules rules;
+	static struct bs_rules rules, merged_rules;
+	static struct bs_config merged;
 	struct bs_config cfg;
 	unsigned problems = 0;
 	const char *origin = path ? path : "environment";
@@ -109,7 +115,10 @@ static unsigned check(const char *path)
 	else if (bs_config_load_file(&cfg, path, bs_read_file_libc, report, &problems) != 0)
 		return problems;
 	bs_config_finish(&cfg);
-	bs_config_check(&cfg, origin, report, &problems);
+	if (together && path)
+		bs_cli_load(&merged, &merged_rules, path, NULL, NULL);
+	if (!together || path)
+		bs_config_check(together ? &merged : &cfg, origin, report, &problems);
 	check_log_dir(&cfg, origin, &problems);
 	if (!path)
 		bs_config_check_env_names(environ, report, &problems);
@@ -135,10 +144,11 @@ int bs_cmd_check_config(int argc, char **argv)
 	}
 	if (optind >= argc && !env)
 		return bs_cli_usage("check-config", "missing the file to check (or --env)");
+	int together = env && optind < argc;
 	int status = 0;
 	for (int i = optind; i < argc + env; i++) { /* --env: the variables last */
 		const char *path = i < argc ? argv[i] : NULL;
-		if (check(path))
+		if (check(path, together))
 			status = 1;
 		else
 			put_escaped("", path ? path : "environment", 1000, ": ok\n");
