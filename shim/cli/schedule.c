@@ -155,8 +155,8 @@ static uint64_t random_seed(void)
 
 struct schedule_opts {
 	struct load_ctx x;
-	struct bs_cli_dest dest;
-	int have_dest, have_seed;
+	struct bs_cli_dest dest; /* dest.text: NULL without --dest */
+	int have_seed;
 	uint64_t rows, seed;
 };
 
@@ -189,7 +189,6 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 				return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
 						    "127.0.0.1:5432, [::1]:6379, db.internal:5432 "
 						    "or unix:/run/app.sock", optarg);
-			o->have_dest = 1;
 			break;
 		case 'n':
 			if (bs_parse_uint(optarg, MAX_ROWS, &o->rows, &why))
@@ -241,7 +240,7 @@ int bs_cmd_schedule(int argc, char **argv)
 	struct bs_config all;
 	bs_cli_load(&all, &rules, o.x.config, report, &o.x);
 	bs_config_check_env_names(environ, report, &o.x);
-	const struct bs_config *cfg = print_sources(&all, &o.x, o.have_dest ? &o.dest : NULL);
+	const struct bs_config *cfg = print_sources(&all, &o.x, o.dest.text ? &o.dest : NULL);
 	uint64_t seed = choose_seed(&o, cfg);
 	if (o.rows)
 		print_rows(cfg, seed, (uint32_t)o.rows);
