@@ -1,5 +1,6 @@
 /* backoffshim: the command's entry point and shared helpers. See cli.h. */
 #include "cli.h"
+#include "readfile.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -108,6 +109,36 @@ const char *bs_cli_getenv(void *ctx, const char *name)
 {
 	(void)ctx;
 	return getenv(name);
+}
+
+/* bs_cli_load's file and reporter, in the one ctx the loader passes both. */
+struct load {
+	const char *file;
+	bs_config_report_fn report;
+	void *ctx;
+};
+
+static const char *load_getenv(void *ctx, const char *name)
+{
+	const struct load *l = ctx;
+	if (l->file && strcmp(name, "BACKOFFSHIM_CONFIG") == 0)
+		return l->file;
+	return getenv(name);
+}
+
+static void load_report(void *ctx, const char *origin, unsigned line, const char *key,
+			const char *value, const char *why)
+{
+	const struct load *l = ctx;
+	if (l->report)
+		l->report(l->ctx, origin, line, key, value, why);
+}
+
+void bs_cli_load(struct bs_config *c, struct bs_rules *rules, const char *file,
+		 bs_config_report_fn report, void *ctx)
+{
+	struct load l = {file, report, ctx};
+	bs_config_load_rules(c, rules, load_getenv, bs_read_file_libc, load_report, &l);
 }
 
 void bs_cli_printable(FILE *f, const char *s, size_t max)

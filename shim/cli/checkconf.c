@@ -13,7 +13,9 @@ static const char help_text[] =
 	"Parses each FILE exactly as the library does and prints every problem on\n"
 	"stdout, one per line; --env does the same for the BACKOFFSHIM_* variables\n"
 	"alone, over the built-in defaults, and names each BACKOFFSHIM_* variable\n"
-	"the library does not read, with the known name nearest to it:\n"
+	"the library does not read, with the known name nearest to it. With --env\n"
+	"and FILE, settings that do not fit together are judged as the library\n"
+	"reads and counts them: in each FILE with the variables over it. The lines:\n"
 	"  FILE:LINE: KEY = \"VALUE\": REASON\n"
 	"                           a bad value (the library ignores it)\n"
 	"  FILE:LINE: REASON        a bad line (syntax, too long, binary data)\n"
@@ -81,28 +83,27 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
  * so the file is not OK. Checked on this machine, which should be the one
  * the file is for. (`shared = /path` is only a table's name, hashed into
  * its key: no file is made there.) */
-static void check_dir_of(const char *origin, const char *key, const char *path,
-			 unsigned *problems)
+static void check_log_dir(const struct bs_config *c, const char *origin, unsigned *problems)
 {
-	char dir[sizeof ((struct bs_config *)0)->log_file];
+	char dir[sizeof c->log_file];
 	struct stat st;
-	bs_path_dir(path, dir, sizeof dir);
+	if (!c->log_file[0])
+		return;
+	bs_path_dir(c->log_file, dir, sizeof dir);
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		report(problems, origin, 0, key, path,
+		report(problems, origin, 0, "[log] file", c->log_file,
 		       "its directory does not exist here (the library would not use it)");
 }
 
-static void check_paths(const struct bs_config *c, const char *origin, unsigned *problems)
-{
-	if (c->log_file[0])
-		check_dir_of(origin, "[log] file", c->log_file, problems);
-}
-
 /* One FILE, or the variables (path NULL) and the names no one reads,
- * over the defaults ([dest ...] sections are read too): its problems. */
-static unsigned check(const char *path)
+ * over the defaults ([dest ...] sections are read too): its problems.
+ * `together` (--env with FILEs), settings that do not fit together are
+ * judged as the library reads and counts them: in each FILE with the
+ * variables over it, not in the variables alone. */
+static unsigned check(const char *path, int together)
 {
-	static struct bs_rules rules;
+	static struct bs_rules rules, merged_rules;
+	static struct bs_config merged;
 	struct bs_config cfg;
 	unsigned problems = 0;
 	const char *origin = path ? path : "environment";
@@ -114,8 +115,11 @@ static unsigned check(const char *path)
 	else if (bs_config_load_file(&cfg, path, bs_read_file_libc, report, &problems) != 0)
 		return problems;
 	bs_config_finish(&cfg);
-	bs_config_check(&cfg, origin, report, &problems);
-	check_paths(&cfg, origin, &problems);
+	if (together && path)
+		bs_cli_load(&merged, &merged_rules, path, NULL, NULL);
+	if (!together || path)
+		bs_config_check(together ? &merged : &cfg, origin, report, &problems);
+	check_log_dir(&cfg, origin, &problems);
 	if (!path)
 		bs_config_check_env_names(environ, report, &problems);
 	return problems;
@@ -140,14 +144,14 @@ int bs_cmd_check_config(int argc, char **argv)
 	}
 	if (optind >= argc && !env)
 		return bs_cli_usage("check-config", "missing the file to check (or --env)");
+	int together = env && optind < argc;
 	int status = 0;
 	for (int i = optind; i < argc + env; i++) { /* --env: the variables last */
 		const char *path = i < argc ? argv[i] : NULL;
-		if (check(path)) {
+		if (check(path, together))
 			status = 1;
-		} else {
+		else
 			put_escaped("", path ? path : "environment", 1000, ": ok\n");
-		}
 	}
 	return status;
 }

@@ -59,8 +59,8 @@ int bs_cli_usage(const char *sub, const char *fmt, ...)
  * and argv[optind - 1]. Returns BS_EXIT_USAGE. */
 int bs_cli_bad_option(const char *sub, int ret, char **argv);
 /* --engine's value (run's, and schedule's, which takes run's options):
- * 0 with *e 0 auto, 1 preload, 2 seccomp; else the usage error (2). */
-int bs_cli_engine(const char *sub, const char *v, int *e);
+ * 0 auto, 1 preload, 2 seccomp; else -1 after the usage error. */
+int bs_cli_engine(const char *sub, const char *v);
 
 /* A duration in the units the config accepts: "0", "250ms", "1.6s", "2m",
  * "409.6ms"; at most 3 decimals (rounded). buf needs 32 bytes. */
@@ -68,6 +68,13 @@ void bs_cli_dur(uint64_t ns, char *buf, size_t cap);
 
 /* getenv as a bs_config_getenv_fn (ctx unused). */
 const char *bs_cli_getenv(void *ctx, const char *name);
+
+/* The settings the library would use, loaded as it loads them (defaults,
+ * the INI file, the BACKOFFSHIM_* variables; [dest ...] sections into
+ * rules), but with file, if not NULL, in place of $BACKOFFSHIM_CONFIG.
+ * Problems go to report(ctx, ...), or nowhere if report is NULL. */
+void bs_cli_load(struct bs_config *c, struct bs_rules *rules, const char *file,
+		 bs_config_report_fn report, void *ctx);
 
 /* s with control and non-ASCII bytes as '?', cut at max bytes ("..."). */
 void bs_cli_printable(FILE *f, const char *s, size_t max);

@@ -61,11 +61,9 @@ static void resolve(struct bs_cli_dest *d, const char *host, unsigned port)
 		d->unresolved = 1;
 		return;
 	}
+	memcpy(&d->ss, res->ai_addr, res->ai_addrlen);
+	d->len = res->ai_addrlen;
 	for (struct addrinfo *a = res; a; a = a->ai_next) {
-		if (a == res) {
-			memcpy(&d->ss, a->ai_addr, a->ai_addrlen);
-			d->len = a->ai_addrlen;
-		}
 		/* by address alone, as the library remembers names */
 		uint64_t k = bs_addr_host_key(a->ai_addr, a->ai_addrlen);
 		if (k && d->nkeys < BS_ARRAY_SIZE(d->keys))

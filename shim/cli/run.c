@@ -126,27 +126,17 @@ int bs_cli_take_setting(const char *sub, int opt, const char *value)
 	return 0;
 }
 
-/* dir of the running binary into `dir` ("" if unknown). */
-static void exe_dir(const char *argv0, char dir[PATH_MAX])
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0)
-		exe[n] = '\0';
-	else if (!(argv0 && strchr(argv0, '/') && realpath(argv0, exe)))
-		exe[0] = '\0';
-	if (exe[0]) /* an absolute path */
-		bs_path_dir(exe, dir, PATH_MAX);
-	else
-		dir[0] = '\0';
-}
-
 int bs_cli_find_library(const char *argv0, char out[PATH_MAX], int say)
 {
-	char dir[PATH_MAX], cand[5][PATH_MAX + 64];
+	char exe[PATH_MAX], dir[PATH_MAX], cand[5][PATH_MAX + 64];
 	int n = 0;
-	exe_dir(argv0, dir);
-	if (dir[0]) {
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len > 0)
+		exe[len] = '\0';
+	else if (!(argv0 && strchr(argv0, '/') && realpath(argv0, exe)))
+		exe[0] = '\0';
+	if (exe[0]) { /* an absolute path: the running binary's */
+		bs_path_dir(exe, dir, sizeof dir);
 		snprintf(cand[n++], sizeof cand[0], "%s/" LIB_NAME, dir);
 		snprintf(cand[n++], sizeof cand[0], "%s/../lib/" LIB_NAME, dir);
 		snprintf(cand[n++], sizeof cand[0], "%s/../" PACKAGED, dir);
@@ -191,11 +181,9 @@ static int preload(const char *lib)
 		return 0;
 	if (!old || !old[strspn(old, ": ")])
 		return setenv("LD_PRELOAD", lib, 1);
-	size_t len = strlen(old) + 1 + strlen(lib) + 1;
-	char *v = malloc(len);
-	if (!v)
+	char *v;
+	if (asprintf(&v, "%s:%s", old, lib) < 0)
 		return -1;
-	snprintf(v, len, "%s:%s", old, lib);
 	int r = setenv("LD_PRELOAD", v, 1);
 	free(v);
 	return r;
@@ -326,22 +314,13 @@ static const char *why_no_effect(const char *path, int depth, enum program *what
 
 enum engine { AUTO, PRELOAD, SECCOMP };
 
-/* --log debug (or BACKOFFSHIM_LOG=debug): run says which engine. */
-static void say_engine(enum engine e, enum engine asked, enum program what, const char *path)
-{
-	const char *level = getenv("BACKOFFSHIM_LOG");
-	static const char *const kinds[] = {"a dynamic program", "a set-id program",
-					    "a static binary", "a Go program"};
-	if (level && !strcasecmp(level, "debug"))
-		fprintf(stderr, "backoffshim run: engine %s for %s (%s%s)\n",
-			e == SECCOMP ? "seccomp" : "preload", path, kinds[what],
-			asked == e ? ", asked for" : "");
-}
-
 /* The engine for cmd, with at most one warning line: a program neither
  * engine can act on, or an engine this machine cannot run, runs anyway. */
 static enum engine choose_engine(const char *cmd, enum engine asked)
 {
+	static const char *const kinds[] = {"a dynamic program", "a set-id program",
+					    "a static binary", "a Go program"};
+	const char *level = getenv("BACKOFFSHIM_LOG");
 	char path[PATH_MAX];
 	enum program what = PLAIN;
 	const char *why = NULL;
@@ -362,7 +341,10 @@ static enum engine choose_engine(const char *cmd, enum engine asked)
 	else if (e == PRELOAD && why)
 		fprintf(stderr, "backoffshim run: warning: the shim will have no effect on %s: %s\n",
 			path, why);
-	say_engine(e, asked, what, path);
+	if (level && !strcasecmp(level, "debug")) /* --log debug: say which engine */
+		fprintf(stderr, "backoffshim run: engine %s for %s (%s%s)\n",
+			e == SECCOMP ? "seccomp" : "preload", path, kinds[what],
+			asked == e ? ", asked for" : "");
 	return e;
 }
 
@@ -400,7 +382,7 @@ static int run_seccomp(char **argv)
 	static struct bs_config cfg;
 	static struct bs_rules rules;
 	struct problems p = {0, 0};
-	bs_config_load_rules(&cfg, &rules, bs_cli_getenv, bs_read_file_libc, report, &p);
+	bs_cli_load(&cfg, &rules, NULL, report, &p);
 	bs_config_check_env_names(environ, report, &p);
 	setup_log(&cfg, argv[0]);
 	if (p.n) {
@@ -421,13 +403,14 @@ static int run_seccomp(char **argv)
 	return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
-int bs_cli_engine(const char *sub, const char *v, int *e)
+int bs_cli_engine(const char *sub, const char *v)
 {
 	static const char *const names[] = {"auto", "preload", "seccomp"};
 	for (int i = 0; i < 3; i++)
 		if (!strcmp(v, names[i]))
-			return *e = i, 0;
-	return bs_cli_usage(sub, "--engine '%s': expected auto, preload or seccomp", v);
+			return i;
+	bs_cli_usage(sub, "--engine '%s': expected auto, preload or seccomp", v);
+	return -1;
 }
 
 static int run_main(int argc, char **argv)
@@ -448,8 +431,8 @@ static int run_main(int argc, char **argv)
 			if (set_config_file(optarg))
 				return BS_EXIT_USAGE;
 		} else if (c == OPT_ENGINE) {
-			int e = 0;
-			if (bs_cli_engine("run", optarg, &e))
+			int e = bs_cli_engine("run", optarg);
+			if (e < 0)
 				return BS_EXIT_USAGE;
 			engine = (enum engine)e;
 		} else if (c == 'h') {

@@ -2,7 +2,6 @@
 #include "cli.h"
 #include "log.h"
 #include "mix.h"
-#include "readfile.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -49,20 +48,12 @@ static const char help_text[] =
 	"not a regular file, too large: the schedule shown is then the defaults');\n"
 	"2 on a usage error.\n";
 
-/* The loader's context: what --config said, and the problems counted. */
+/* The loader's context. */
 struct load_ctx {
 	const char *config; /* --config, or NULL */
 	unsigned problems;
 	int unreadable;     /* the config file could not be read */
 };
-
-static const char *get_env(void *ctx, const char *name)
-{
-	const struct load_ctx *x = ctx;
-	if (x->config && strcmp(name, "BACKOFFSHIM_CONFIG") == 0)
-		return x->config;
-	return getenv(name);
-}
 
 /* The library's own wording, on stderr. */
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
@@ -81,7 +72,7 @@ static void report(void *ctx, const char *origin, unsigned line, const char *key
 static const struct bs_config *print_sources(const struct bs_config *c, struct load_ctx *x,
 					     const struct bs_cli_dest *dest)
 {
-	const char *file = get_env(x, "BACKOFFSHIM_CONFIG");
+	const char *file = x->config ? x->config : getenv("BACKOFFSHIM_CONFIG");
 	printf("config file: ");
 	if (file && *file)
 		bs_cli_printable(stdout, file, 200);
@@ -164,8 +155,8 @@ static uint64_t random_seed(void)
 
 struct schedule_opts {
 	struct load_ctx x;
-	struct bs_cli_dest dest;
-	int have_dest, have_seed;
+	struct bs_cli_dest dest; /* dest.text: NULL without --dest */
+	int have_seed;
 	uint64_t rows, seed;
 };
 
@@ -198,7 +189,6 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 				return bs_cli_usage("schedule", "--dest '%s': expected ADDR:PORT, e.g. "
 						    "127.0.0.1:5432, [::1]:6379, db.internal:5432 "
 						    "or unix:/run/app.sock", optarg);
-			o->have_dest = 1;
 			break;
 		case 'n':
 			if (bs_parse_uint(optarg, MAX_ROWS, &o->rows, &why))
@@ -210,12 +200,10 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
 				return bs_cli_usage("schedule", "--seed '%s': %s", optarg, why);
 			o->have_seed = 1;
 			break;
-		case 'e': { /* run's: both engines keep one schedule */
-			int e = 0;
-			if (bs_cli_engine("schedule", optarg, &e))
+		case 'e': /* run's: both engines keep one schedule */
+			if (bs_cli_engine("schedule", optarg) < 0)
 				return BS_EXIT_USAGE;
 			break;
-		}
 		case 'h':
 			fputs(help_text, stdout);
 			return 0;
@@ -233,15 +221,10 @@ static int parse_options(int argc, char **argv, struct schedule_opts *o)
  * it came from. */
 static uint64_t choose_seed(const struct schedule_opts *o, const struct bs_config *cfg)
 {
-	uint64_t seed = o->seed;
-	const char *how = "--seed";
-	if (!o->have_seed && cfg->seed_set) {
-		seed = cfg->seed;
-		how = "the configured seed";
-	} else if (!o->have_seed) {
-		seed = random_seed();
-		how = "random; pass --seed to repeat";
-	}
+	uint64_t seed = o->have_seed ? o->seed : cfg->seed_set ? cfg->seed : random_seed();
+	const char *how = o->have_seed    ? "--seed"
+			  : cfg->seed_set ? "the configured seed"
+					  : "random; pass --seed to repeat";
 	printf("seed: %llu (%s)\n", (unsigned long long)seed, how);
 	return seed;
 }
@@ -255,9 +238,9 @@ int bs_cmd_schedule(int argc, char **argv)
 		return status;
 
 	struct bs_config all;
-	bs_config_load_rules(&all, &rules, get_env, bs_read_file_libc, report, &o.x);
+	bs_cli_load(&all, &rules, o.x.config, report, &o.x);
 	bs_config_check_env_names(environ, report, &o.x);
-	const struct bs_config *cfg = print_sources(&all, &o.x, o.have_dest ? &o.dest : NULL);
+	const struct bs_config *cfg = print_sources(&all, &o.x, o.dest.text ? &o.dest : NULL);
 	uint64_t seed = choose_seed(&o, cfg);
 	if (o.rows)
 		print_rows(cfg, seed, (uint32_t)o.rows);

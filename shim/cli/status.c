@@ -7,10 +7,10 @@
 #include "clock.h"
 #include "errname.h"
 #include "policy.h"
-#include "readfile.h"
 #include "shtab.h"
 #include "table.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -101,13 +101,6 @@ static int watch_seconds(const char *text, double *out)
 	return 0;
 }
 
-/* An option of the other subcommand, named as it was typed (up to any '='),
- * as getopt names one it does not know at all. */
-static int not_here(const char *sub, const char *word)
-{
-	return bs_cli_usage(sub, "unknown option '%.*s'", (int)strcspn(word, "="), word);
-}
-
 static int parse(int argc, char **argv, const char *sub, const char *usage, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -125,28 +118,27 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 	int is_status = !strcmp(sub, "status");
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		const char *word = argv[optind - 1];
+		/* the other subcommand's option: named as typed (up to any '='), as
+		 * getopt names one it does not know at all */
+		if (strchr(is_status ? "a" : "jpgw", c))
+			return bs_cli_usage(sub, "unknown option '%.*s'", (int)strcspn(word, "="), word);
 		switch (c) {
 		case 'j':
 		case 'p':
-			if (!is_status)
-				return not_here(sub, argv[optind - 1]);
+			if (o->format != TEXT && o->format != (c == 'j' ? JSON : PROMETHEUS))
+				return bs_cli_usage(sub, "--json and --prometheus exclude each other");
 			o->format = c == 'j' ? JSON : PROMETHEUS;
 			break;
 		case 't': o->table = optarg; break;
 		case 'u': o->user = optarg; break;
 		case 'a':
-			if (is_status)
-				return not_here(sub, argv[optind - 1]);
 			o->all = 1;
 			break;
 		case 'g':
-			if (!is_status)
-				return not_here(sub, argv[optind - 1]);
 			o->gc = 1;
 			break;
 		case 'w':
-			if (!is_status)
-				return not_here(sub, argv[optind - 1]);
 			o->watch = WATCH_DEFAULT;
 			/* --watch=S, or --watch S: a next word that is no option */
 			if (!optarg && optind < argc && argv[optind][0] != '-')
@@ -175,12 +167,6 @@ static int parse(int argc, char **argv, const char *sub, const char *usage, stru
 	return -1;
 }
 
-static void quiet(void *ctx, const char *origin, unsigned line, const char *key,
-		  const char *value, const char *why)
-{
-	(void)ctx, (void)origin, (void)line, (void)key, (void)value, (void)why;
-}
-
 /* Which table: its key and owner, and the settings (for idle); 0, or 1
  * with a message printed. */
 struct where {
@@ -193,7 +179,7 @@ struct where {
 static int locate(const struct opts *o, struct where *w)
 {
 	static struct bs_rules rules;
-	bs_config_load_rules(&w->cfg, &rules, bs_cli_getenv, bs_read_file_libc, quiet, NULL);
+	bs_cli_load(&w->cfg, &rules, NULL, NULL, NULL);
 	w->owner = geteuid();
 	const char *name = w->cfg.shared[0] == '/' ? w->cfg.shared : "";
 	if (o->table) {
@@ -279,11 +265,11 @@ static int lock_held(int fd, uint64_t at)
 
 /* The processes waiting on slot i whose cell's lock is held (alive), and
  * their threads. */
-static void live_waiters(const struct bs_table *t, unsigned i, int lockfd, struct row *r)
+static void live_waiters(struct bs_table *t, unsigned i, int lockfd, struct row *r)
 {
 	r->procs = r->waiting = 0;
 	for (unsigned k = 0; k < BS_TABLE_WAITER_PIDS; k++) {
-		uint64_t c = atomic_load(&((struct bs_table *)(uintptr_t)t)->waiters[i][k]);
+		uint64_t c = atomic_load(&t->waiters[i][k]);
 		if (c && lock_held(lockfd, bs_shtab_waiter_byte(i, k))) {
 			r->procs++;
 			r->waiting += (uint32_t)c;
@@ -307,13 +293,13 @@ static int addr_is_key(const struct sockaddr *a, uint32_t len, uint64_t k)
 
 /* Slot i as a row, if it is failing or on probation and its address is
  * the one its key says. */
-static int read_row(const struct bs_table *t, unsigned i, uint64_t now, double wall,
+static int read_row(struct bs_table *t, unsigned i, uint64_t now, double wall,
 		    uint64_t forget, int lockfd, struct row *r)
 {
 	uint64_t k;
-	if (!bs_table_slot_valid((struct bs_table *)(uintptr_t)t, i, &k))
+	if (!bs_table_slot_valid(t, i, &k))
 		return 0;
-	struct bs_entry *e = (struct bs_entry *)(uintptr_t)&t->entries[i];
+	struct bs_entry *e = &t->entries[i];
 	uint64_t s = atomic_load(&e->state);
 	if (!bs_state_failures(s) && !(s & BS_PROBATION))
 		return 0;
@@ -424,12 +410,8 @@ static void print_json(const struct row *r, unsigned n)
 	puts(n ? "\n]" : "]");
 }
 
-struct labels {
-	const char *table, *user;
-};
-
 static void metric(const char *name, const char *type, const char *help, const struct row *r,
-		   unsigned n, size_t field, int is_double, const struct labels *lb)
+		   unsigned n, size_t field, int is_double, const char *table, const char *user)
 {
 	printf("# HELP backoffshim_%s %s\n# TYPE backoffshim_%s %s\n", name, help, name, type);
 	for (unsigned i = 0; i < n; i++) {
@@ -441,9 +423,9 @@ static void metric(const char *name, const char *type, const char *help, const s
 		printf("backoffshim_%s{destination=\"", name);
 		put_escaped(r[i].dest, 0);
 		printf("\",table=\"");
-		put_escaped(lb->table, 0);
+		put_escaped(table, 0);
 		printf("\",user=\"");
-		put_escaped(lb->user, 0);
+		put_escaped(user, 0);
 		if (is_double)
 			printf("\"} %.3f\n", *(const double *)(const void *)p);
 		else
@@ -453,9 +435,10 @@ static void metric(const char *name, const char *type, const char *help, const s
 
 /* Absolute times, not gauges that change every second; idle destinations
  * are left out, so that many short-lived ones do not churn labels. */
-static void print_prometheus(const struct row *r, unsigned n, const struct labels *lb)
+static void print_prometheus(const struct row *r, unsigned n, const char *table, const char *user)
 {
-#define M(name, type, help, field, dbl) metric(name, type, help, r, n, offsetof(struct row, field), dbl, lb)
+#define M(name, type, help, field, dbl) \
+	metric(name, type, help, r, n, offsetof(struct row, field), dbl, table, user)
 	M("consecutive_failures", "gauge", "Failures since the destination last worked.", failures, 0);
 	M("next_attempt_timestamp_seconds", "gauge",
 	  "When the next attempt may go out (Unix time).", next_at, 1);
@@ -469,14 +452,6 @@ static void print_prometheus(const struct row *r, unsigned n, const struct label
 	M("waited_seconds_total", "counter", "Time spent waiting between attempts.", waited, 1);
 	M("give_ups_total", "counter", "Connects that gave up.", giveups, 0);
 #undef M
-}
-
-static int open_lock_file(const struct where *w)
-{
-	char path[128];
-	if (!bs_shtab_lock_path(path, sizeof path, LOCK_DIR, w->key))
-		return -1;
-	return open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 }
 
 /* Slots whose key word is neither empty, free, reserved nor a key that
@@ -565,7 +540,10 @@ static int show(const struct opts *o, const struct where *w, unsigned max_rows)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	double wall = (double)ts.tv_sec + ts.tv_nsec / 1e9;
 	uint64_t forget = bs_policy_longest_wait(&w->cfg.policy);
-	int lockfd = t ? open_lock_file(w) : -1;
+	char lock[128];
+	int lockfd = t && bs_shtab_lock_path(lock, sizeof lock, LOCK_DIR, w->key)
+			     ? open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+			     : -1;
 	for (unsigned i = 0; t && i < BS_TABLE_SLOTS; i++)
 		n += read_row(t, i, now, wall, forget, lockfd, &rows[n]);
 	if (lockfd >= 0)
@@ -574,11 +552,10 @@ static int show(const struct opts *o, const struct where *w, unsigned max_rows)
 	char user[64];
 	struct passwd *pw = getpwuid(w->owner);
 	snprintf(user, sizeof user, "%s", pw ? pw->pw_name : "?");
-	struct labels lb = {w->name, user};
 	if (o->format == JSON)
 		print_json(rows, n);
 	else if (o->format == PROMETHEUS)
-		print_prometheus(rows, n, &lb);
+		print_prometheus(rows, n, w->name, user);
 	else
 		print_text(rows, n, max_rows);
 	if (o->format == TEXT && geteuid() == 0 && !o->user && !o->table)
@@ -676,17 +653,22 @@ static unsigned rebuild(struct bs_table *t)
 	return fixed;
 }
 
-/* A name lookup backing off (`resolve`), written as status shows it. */
+/* A name lookup backing off (`resolve`), written as status shows it; 0 if
+ * text is none the library keeps: it keeps no lookup of a node with a ':'
+ * or of an IPv4 address (which always resolves). */
 static uint64_t name_key_of(const char *text)
 {
 	char node[BS_NAME_TEXT];
 	struct bs_name_addr a;
+	struct in_addr ip;
 	const char *colon = strrchr(text, ':');
 	size_t n = colon ? (size_t)(colon - text) : strlen(text);
 	if (!n || n >= sizeof node)
 		return 0;
 	memcpy(node, text, n);
 	node[n] = '\0';
+	if (strchr(node, ':') || inet_pton(AF_INET, node, &ip) == 1)
+		return 0;
 	socklen_t len = bs_name_addr(&a, node, colon ? colon + 1 : NULL);
 	return len ? bs_name_key((struct sockaddr *)&a, len) : 0;
 }
