@@ -350,18 +350,11 @@ static enum engine choose_engine(const char *cmd, enum engine asked)
 
 /* The settings the seccomp engine applies, loaded as the library loads
  * them; their problems counted, then told in the library's one line. */
-struct problems {
-	unsigned n;
-	int env;
-};
-
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
-	struct problems *p = ctx;
-	(void)line, (void)key, (void)value, (void)why;
-	p->n++;
-	p->env |= !strncmp(origin, "BACKOFFSHIM_", 12);
+	(void)origin, (void)line, (void)key, (void)value, (void)why;
+	++*(unsigned *)ctx;
 }
 
 static void setup_log(const struct bs_config *c, const char *cmd)
@@ -381,15 +374,15 @@ static int run_seccomp(char **argv)
 {
 	static struct bs_config cfg;
 	static struct bs_rules rules;
-	struct problems p = {0, 0};
-	bs_cli_load(&cfg, &rules, NULL, report, &p);
-	bs_config_check_env_names(environ, report, &p);
+	unsigned problems = 0;
+	bs_cli_load(&cfg, &rules, NULL, report, &problems);
+	bs_config_check_env_names(environ, report, &problems);
 	setup_log(&cfg, argv[0]);
-	if (p.n) {
+	if (problems) {
 		const char *file = getenv("BACKOFFSHIM_CONFIG");
 		if (!file || !*file)
 			file = access(BS_DEFAULT_CONFIG, F_OK) == 0 ? BS_DEFAULT_CONFIG : NULL;
-		bs_config_tell_problems(p.n, p.env, file, NULL);
+		bs_config_tell_problems(problems, file, NULL);
 	}
 	fflush(NULL);
 	int status = bs_sup_run(argv, &cfg);

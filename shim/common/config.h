@@ -172,11 +172,12 @@ void bs_config_describe(struct bs_line *l, const char *origin, unsigned line,
 			const char *key, const char *value, const char *why);
 
 /* The one line, where the log goes (error level), that a process whose
- * config had n problems says: "config: N problems, ignored; see them with:
- * backoffshim check-config [--env] [FILE]" (--env when a variable had one
- * or there is no file; file "/dev/null" counts as none), then the log
- * file's own problem if log_problem is not NULL. */
-void bs_config_tell_problems(unsigned n, int env_problems, const char *file,
+ * config had n problems says: "config: N problems; see them with:
+ * backoffshim check-config --env [FILE]" (file "/dev/null" counts as
+ * none), then the log file's own problem if log_problem is not NULL. Not
+ * "ignored": a clash between two settings is applied as written. --env
+ * always, as a clash may need the file and a variable together. */
+void bs_config_tell_problems(unsigned n, const char *file,
 			     const char *log_problem);
 
 /* The words for each enum's values, indexed by value: one table each,

@@ -294,7 +294,7 @@ void bs_config_check(const struct bs_config *c, const char *origin,
 	}
 }
 
-void bs_config_tell_problems(unsigned n, int env_problems, const char *file,
+void bs_config_tell_problems(unsigned n, const char *file,
 			     const char *log_problem)
 {
 	struct bs_line l;
@@ -303,12 +303,8 @@ void bs_config_tell_problems(unsigned n, int env_problems, const char *file,
 	bs_line_str(&l, "config: ");
 	bs_line_u64(&l, n);
 	bs_line_str(&l, n == 1 ? " problem" : " problems");
-	bs_line_str(&l, ", ignored; see them with: backoffshim check-config");
-	if (file && !strcmp(file, "/dev/null")) /* (no file, then) */
-		file = NULL;
-	if (env_problems || !file)
-		bs_line_str(&l, " --env");
-	if (file) {
+	bs_line_str(&l, "; see them with: backoffshim check-config --env");
+	if (file && strcmp(file, "/dev/null")) { /* (/dev/null: no file) */
 		bs_line_str(&l, " ");
 		bs_line_str(&l, file);
 	}

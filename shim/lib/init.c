@@ -40,7 +40,6 @@ static _Atomic uint64_t g_draws;
 /* Config problems are counted at load and told in one line where the log
  * goes (init); `backoffshim check-config` lists them. */
 static unsigned g_nproblems;
-static int g_env_problems; /* one of them came from a variable */
 /* Why the log file could not be used: found only here, at load (a FIFO
  * without a reader, a planted link...), so the one line says it. */
 static const char *g_log_problem;
@@ -90,9 +89,8 @@ static long read_file(void *ctx, const char *path, char *buf, size_t cap, const 
 static void report(void *ctx, const char *origin, unsigned line, const char *key,
 		   const char *value, const char *why)
 {
-	(void)ctx, (void)line, (void)key, (void)value, (void)why;
+	(void)ctx, (void)origin, (void)line, (void)key, (void)value, (void)why;
 	g_nproblems++;
-	g_env_problems |= !strncmp(origin, "BACKOFFSHIM_", 12);
 }
 
 /* The config file read: $BACKOFFSHIM_CONFIG, else the default one if it
@@ -306,7 +304,7 @@ __attribute__((constructor)) static void init(void)
 	open_log();
 	set_log_style();
 	if (g_nproblems)
-		bs_config_tell_problems(g_nproblems, g_env_problems, config_file(), g_log_problem);
+		bs_config_tell_problems(g_nproblems, config_file(), g_log_problem);
 	if (g_cfg.seed_set) {
 		g_seed = g_cfg.seed;
 	} else {

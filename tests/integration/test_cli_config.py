@@ -105,8 +105,8 @@ def test_check_config_never_says_ok_wrongly():
     # uses it wherever the path would lie, and so does status --table)
     check(rc == 1 and '%s: [log] file = "/nonexistent/dir/log": its directory' % path in out
           and "shared" not in out, "rc=%d %r" % (rc, out))
-    check(re.match(r"backoffshim\[\d+\] true: config: 1 problem, ignored; see them with: "
-                   r"backoffshim check-config %s; the log file: cannot open for appending: "
+    check(re.match(r"backoffshim\[\d+\] true: config: 1 problem; see them with: "
+                   r"backoffshim check-config --env %s; the log file: cannot open for appending: "
                    r"No such file or directory, logging to stderr\n$" % re.escape(path), lib_err),
           "the library does not name the file the log file came from: %r" % lib_err)
     # a config that is no regular file cannot be read either: schedule says so

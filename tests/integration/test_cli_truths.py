@@ -80,6 +80,7 @@ def test_check_config_env_judges_the_file_and_the_variables_together():
               out.startswith(path + ": max_elapsed") and out.endswith("environment: ok\n"),
               "the variables' clash: rc=%d %r" % (rc, out))
         rc, out, err = run(["/bin/true"], dict(env, LD_PRELOAD=SO))
-        check("config: 1 problem," in err, "the library: %r" % err)
+        check("config: 1 problem; see them with: backoffshim check-config --env " + path in err,
+              "the library: %r" % err)
     finally:
         os.unlink(path)

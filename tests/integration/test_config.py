@@ -28,7 +28,7 @@ def _same_behaviour(env, expect_problems):
     if not expect_problems:
         check(lines == ["err"], "unexpected stderr: %r" % lines)
         return []
-    m = re.match(r"^backoffshim\[\d+\] python3: config: (\d+) problems?, ignored; see them "
+    m = re.match(r"^backoffshim\[\d+\] python3: config: (\d+) problems?; see them "
                  r"with: backoffshim (check-config .*)$", lines[0])
     check(len(lines) == 2 and m and int(m.group(1)) == expect_problems,
           "expected one line telling of %d problems, got %r" % (expect_problems, lines))

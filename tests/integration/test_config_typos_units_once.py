@@ -10,7 +10,7 @@ import tempfile
 from cli_helpers import CLI, cli_env, shown, write_ini
 from lib import SO, check, run
 
-ONE_LINE = re.compile(r"^backoffshim\[\d+\] (\S+): config: (\d+) problems?, ignored; "
+ONE_LINE = re.compile(r"^backoffshim\[\d+\] (\S+): config: (\d+) problems?; "
                       r"see them with: backoffshim (check-config .*)$")
 
 
@@ -88,7 +88,7 @@ def test_config_problems_are_one_line_per_process_where_the_log_goes():
         for line, prog in zip(lines, ("timeout", "sh", "true")):
             m = ONE_LINE.match(line)
             check(m and m.group(1) == prog and m.group(2) == "20" and
-                  m.group(3) == "check-config " + path, "line: %r" % line)
+                  m.group(3) == "check-config --env " + path, "line: %r" % line)
         rc, listed, _ = run([CLI, "check-config", path], cli_env())
         check(rc == 1 and len(listed.splitlines()) == 20, "check-config: %r" % listed)
         with tempfile.TemporaryDirectory() as d:
@@ -96,7 +96,7 @@ def test_config_problems_are_one_line_per_process_where_the_log_goes():
             rc, out, err = run(["/bin/true"], dict(env, BACKOFFSHIM_LOG_FILE=log))
             logged = open(log).read().splitlines()
             check(rc == 0 and err == "" and len(logged) == 1 and
-                  "config: 20 problems, ignored" in logged[0], "log file: %r %r" % (err, logged))
+                  "config: 20 problems; see them" in logged[0], "log file: %r %r" % (err, logged))
         rc, out, err = run(["/bin/true"], dict(env, BACKOFFSHIM_LOG="off"))
         check(rc == 0 and err == "", "level off: %r" % err)
     finally:

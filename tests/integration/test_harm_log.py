@@ -188,7 +188,7 @@ def test_fifo_config_or_log_file_never_hangs_the_program():
         cmd = [LOGHARM, "connect", "127.0.0.1", _dead_port()]
         rc0, out0, err0 = _run(cmd, base_env())
         for env, what in ((shim_env(BACKOFFSHIM_CONFIG=fifo, BACKOFFSHIM_MAX_ATTEMPTS="1"),
-                           "1 problem, ignored; see them with: backoffshim check-config " + fifo),
+                           "1 problem; see them with: backoffshim check-config --env " + fifo),
                           (shim_env(BACKOFFSHIM_MAX_ATTEMPTS="1", BACKOFFSHIM_LOG_FILE=fifo),
                            "no reader")):
             rc1, out1, err1 = _run(cmd, env, timeout=10)
@@ -223,7 +223,7 @@ def test_fifo_as_etc_backoffshim_ini_never_hangs_the_program():
         check((rc1, out1) == (rc0, out0) and rc0 == 0, "with the shim %r, without %r"
               % ((rc1, out1), (rc0, out0)))
         lines = _shim_lines(err1)
-        check(len(lines) == 1 and b"see them with: backoffshim check-config /etc/backoffshim.ini"
+        check(len(lines) == 1 and b"see them with: backoffshim check-config --env /etc/backoffshim.ini"
               in lines[0], "expected one warning: %r" % lines)
     finally:
         shutil.rmtree(d)
@@ -248,7 +248,7 @@ def test_control_bytes_in_config_never_reach_stderr():
         check((rc1, out1) == (rc0, out0), "with the shim %r, without %r"
               % ((rc1, out1), (rc0, out0)))
         lines = _shim_lines(err1)
-        check(len(lines) == 1 and b": config: 3 problems, ignored; see them with: backoffshim "
+        check(len(lines) == 1 and b": config: 3 problems; see them with: backoffshim "
               b"check-config --env " + path.encode() in lines[0],
               "expected one line telling of three problems: %r" % lines)
         rc, out, _ = _run([CLI, "check-config", path], base_env())
