@@ -187,9 +187,7 @@ static void say_connected(const struct op *o, uint32_t failures)
 
 static struct bs_entry *entry(struct bs_sup *s, const struct op *o, uint64_t now)
 {
-	struct bs_claim_note note;
-	return bs_table_claim_as(s->tab, o->key, now, o->cfg->policy.max_backoff, s->me, &s->own,
-				 &note);
+	return bs_table_claim_as(s->tab, o->key, now, o->cfg->policy.max_backoff, s->me, &s->own, NULL);
 }
 
 /* Another process's waiters wake on the entry's word; ours, waiting for
@@ -389,18 +387,6 @@ static void start_attempt(struct bs_sup *s, struct op *o, struct bs_entry *e, ui
 		o->phase = ATTEMPT, o->tried = 1, o->due = now + RECHECK;
 }
 
-static struct bs_attempt_view view_of(struct bs_entry *e, uint64_t st)
-{
-	struct bs_attempt_view v;
-	v.state = st;
-	v.probe = atomic_load(&e->probe);
-	v.resets = atomic_load(&e->resets);
-	v.last_err = (int)atomic_load(&e->last_err);
-	v.probe_live = v.probe != 0; /* (staleness decides) */
-	v.join_at = UINT64_MAX;
-	return v;
-}
-
 /* The attempt model's verdict for o now, carried out. */
 static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 {
@@ -412,9 +398,12 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 			return;
 		}
 		uint64_t st = atomic_load(&e->state);
-		struct bs_attempt_view v = view_of(e, st);
+		struct bs_attempt_view v = {.state = st, .probe = atomic_load(&e->probe),
+					    .resets = atomic_load(&e->resets),
+					    .last_err = (int)atomic_load(&e->last_err),
+					    .join_at = UINT64_MAX};
+		v.probe_live = v.probe != 0; /* (staleness decides) */
 		struct bs_decision d = bs_attempt_decide(&o->a, &v, now, longest);
-		uint64_t mine = 0;
 		int lock;
 		switch (d.verdict) {
 		case BS_GO:
@@ -427,14 +416,12 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 				o->phase = WAITING, o->due = now + SHARED_RECHECK;
 				return;
 			}
-			mine = bs_attempt_probe(now, bs_policy_attempt_timeout(&o->cfg->policy, 0) +
-							     longest, s->me);
-			if (!bs_probe_take(e, v.probe, mine)) {
-				bs_sup_release(lock);
-				continue;
-			}
-			if (atomic_load(&e->state) != st) {
-				bs_probe_release(e, mine);
+			uint64_t timeout = bs_policy_attempt_timeout(&o->cfg->policy, 0) + longest;
+			uint64_t mine = bs_attempt_probe(now, timeout, s->me);
+			int took = bs_probe_take(e, v.probe, mine);
+			if (!took || atomic_load(&e->state) != st) {
+				if (took)
+					bs_probe_release(e, mine);
 				bs_sup_release(lock);
 				continue;
 			}
@@ -475,6 +462,13 @@ static int is_tcp(int fd)
 	       getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &m) == 0 && proto == IPPROTO_TCP;
 }
 
+/* The next change of o's duplicate wakes the loop (EPOLL_CTL_ADD or _MOD). */
+static int watch_outcome(struct bs_sup *s, struct op *o, int how)
+{
+	struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
+	return epoll_ctl(s->ep, how, o->dup, &ev);
+}
+
 /* A pace-mode connect (a non-blocking socket of a program other than Go,
  * which learns the outcome its own way): inside the backoff window it
  * fails at once with the destination's last error, as the library's pace
@@ -496,8 +490,7 @@ static void pace(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 		return;
 	}
 	o->seen = st, o->t0 = now, o->window_probe = w == BS_NW_CLAIM_PROBE;
-	struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
-	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, o->dup, &ev) != 0) {
+	if (watch_outcome(s, o, EPOLL_CTL_ADD) != 0) {
 		let_through(s, id);
 		op_free(s, o);
 		return;
@@ -737,22 +730,17 @@ static void watched(struct bs_sup *s, struct op *o, int held)
 	struct tcp_info ti;
 	socklen_t n = sizeof ti;
 	memset(&ti, 0, sizeof ti);
-	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0) {
-		op_free(s, o);
-		return;
-	}
-	int pending = ti.tcpi_state == SYN_SENT || (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out);
-	if (pending && !held) { /* closed by the program before an outcome: let it go */
+	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0 ||
+	    (!held && (ti.tcpi_state == SYN_SENT || (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out)))) {
 		op_free(s, o);
 		return;
 	}
 	if (ti.tcpi_state == SYN_SENT) { /* the next change wakes us */
-		struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
-		epoll_ctl(s->ep, EPOLL_CTL_MOD, o->dup, &ev);
+		watch_outcome(s, o, EPOLL_CTL_MOD);
 		o->due = now + RECHECK;
 		return;
 	}
-	if (ti.tcpi_state == CLOSED && ti.tcpi_segs_out == 0) { /* not made yet */
+	if (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out) { /* not made yet */
 		if (++o->looks < MAX_LOOKS)
 			o->due = now + 2 * BS_NS_PER_MS;
 		else
