@@ -98,17 +98,11 @@ void bs_handsoff_add(pid_t tid, enum bs_handsoff_why why)
 static int holds(struct entry *e)
 {
 	struct stat st;
-	if (!alive(e)) {
-		drop(e);
-		return 0;
-	}
-	if (e->why == BS_HANDS_OFF_SANDBOX)
+	if (alive(e) && (e->why == BS_HANDS_OFF_SANDBOX ||
+			 (exe_of(e->tgid, &st) == 0 && st.st_dev == e->dev && st.st_ino == e->ino)))
 		return 1;
-	if (exe_of(e->tgid, &st) != 0 || st.st_dev != e->dev || st.st_ino != e->ino) {
-		drop(e);
-		return 0;
-	}
-	return 1;
+	drop(e);
+	return 0;
 }
 
 /* Has a process of tgid's ancestry sandboxed itself? */

@@ -123,18 +123,13 @@ static int submit(struct bs_ring *r, unsigned tail, unsigned n)
 	return got == (long)n ? 0 : got < 0 ? -errno : -EIO;
 }
 
-static struct slot *free_slot(struct bs_ring *r)
-{
-	for (unsigned i = 0; i < r->nslots; i++)
-		if (!r->slots[i].busy)
-			return &r->slots[i];
-	return NULL;
-}
-
 int bs_ring_connect(struct bs_ring *r, uint64_t tag, int fd, const struct sockaddr *addr,
 		    socklen_t len, uint64_t limit_ns)
 {
-	struct slot *s = free_slot(r);
+	struct slot *s = NULL;
+	for (unsigned i = 0; i < r->nslots && !s; i++)
+		if (!r->slots[i].busy)
+			s = &r->slots[i];
 	if (!s || len > sizeof s->addr || (tag & AUX))
 		return -EBUSY;
 	unsigned tail = atomic_load_explicit(r->sq_tail, memory_order_relaxed);
