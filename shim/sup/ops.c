@@ -97,9 +97,7 @@ struct bs_sup {
 
 static void respond(struct bs_sup *s, uint64_t id, int err, uint32_t flags)
 {
-	struct seccomp_notif_resp r;
-	memset(&r, 0, sizeof r);
-	r.id = id, r.error = err ? -err : 0, r.flags = flags;
+	struct seccomp_notif_resp r = {.id = id, .error = err ? -err : 0, .flags = flags};
 	ioctl(s->listener, SECCOMP_IOCTL_NOTIF_SEND, &r); /* (ENOENT: the call is gone) */
 }
 
@@ -550,7 +548,7 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	pid_t tid = (pid_t)n->pid;
 	int fd = (int)n->data.args[0];
 	socklen_t len = (socklen_t)n->data.args[2];
-	struct op *o = s->nops ? op_of(s, tid, fd) : NULL;
+	struct op *o = op_of(s, tid, fd);
 	if (o) {
 		join(s, o, n->id, tid);
 		return;
@@ -587,11 +585,8 @@ static void reap_ring(struct bs_sup *s, int enter);
 static void on_so_error(struct bs_sup *s, const struct seccomp_notif *n)
 {
 	pid_t tid = (pid_t)n->pid;
-	if (!s->nops) {
-		let_through(s, n->id);
-		return;
-	}
-	reap_ring(s, 1); /* (the outcome that woke the program may wait there) */
+	if (s->nops)
+		reap_ring(s, 1); /* (the outcome that woke the program may wait there) */
 	struct op *o = op_of(s, tid, (int)n->data.args[0]);
 	int value;
 	if (o && o->phase == OWED)
@@ -828,16 +823,12 @@ static void turn(struct bs_sup *s, struct op *o, uint64_t now)
 		op_free(s, o);
 		return;
 	}
-	switch (o->phase) {
-	case OWED:
+	if (o->phase == OWED)
 		op_free(s, o); /* (expired) */
-		break;
-	case WAITING:
+	else if (o->phase == WAITING)
 		waited(s, o, now);
-		break;
-	default:
+	else
 		o->due = now + RECHECK;
-	}
 }
 
 void bs_sup_on_time(struct bs_sup *s, uint64_t now)

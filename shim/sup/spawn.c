@@ -208,7 +208,7 @@ static void reap(struct loop *l)
 
 static int wait_ms(struct loop *l)
 {
-	uint64_t due = l->sup ? bs_sup_next_due(l->sup) : UINT64_MAX, now = bs_now();
+	uint64_t due = bs_sup_next_due(l->sup), now = bs_now();
 	if (due == UINT64_MAX)
 		return -1;
 	return due <= now ? 0 : (int)((due - now) / BS_NS_PER_MS + 1);
