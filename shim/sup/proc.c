@@ -163,7 +163,7 @@ static unsigned nknown;
 int bs_proc_is_go(pid_t tid)
 {
 	char path[64];
-	static unsigned char head[64 * 1024];
+	static char head[64 * 1024 + 1]; /* (64 KiB and read_proc's NUL) */
 	struct stat st;
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)tid);
 	if (stat(path, &st) != 0)
@@ -171,11 +171,8 @@ int bs_proc_is_go(pid_t tid)
 	for (unsigned i = 0; i < nknown && i < KNOWN; i++)
 		if (known[i].dev == st.st_dev && known[i].ino == st.st_ino)
 			return known[i].go;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? 0 : read(fd, head, sizeof head);
-	if (fd >= 0)
-		close(fd);
-	int go = n > 0 && bs_elf_kind(head, (size_t)n) == BS_ELF_GO;
+	ssize_t n = read_proc(tid, "exe", head, sizeof head);
+	int go = n > 0 && bs_elf_kind((const unsigned char *)head, (size_t)n) == BS_ELF_GO;
 	unsigned i = nknown++ % KNOWN;
 	known[i].dev = st.st_dev, known[i].ino = st.st_ino, known[i].go = go;
 	return go;

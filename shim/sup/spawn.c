@@ -4,11 +4,11 @@
 #include "sup.h"
 
 #include "clock.h"
-#include "config.h"
 #include "guard.h"
 #include "proc.h"
 #include "scm.h"
 #include "sfilter.h"
+#include "units.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,8 +131,6 @@ const char *bs_sup_unavailable(void)
 		;
 	return why;
 }
-
-/* ---- the child ---- */
 
 static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
 		  const struct sigaction *old_chld)
