@@ -553,12 +553,9 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 		join(s, o, n->id, tid);
 		return;
 	}
-	if (bs_handsoff_has(tid)) { /* its library retries it, or its sandbox judges it */
-		let_through(s, n->id);
-		return;
-	}
 	struct sockaddr_storage ss;
-	if (len > sizeof ss || bs_proc_read(tid, n->data.args[1], &ss, len) != 0 ||
+	/* (hands off: its library retries it, or its sandbox judges it) */
+	if (bs_handsoff_has(tid) || len > sizeof ss || bs_proc_read(tid, n->data.args[1], &ss, len) != 0 ||
 	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) || !(o = op_new(s))) {
 		let_through(s, n->id);
 		return;

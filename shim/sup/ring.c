@@ -79,8 +79,7 @@ static void ring_free(struct bs_ring *r)
 
 struct bs_ring *bs_ring_open(unsigned depth)
 {
-	struct io_uring_params p;
-	memset(&p, 0, sizeof p);
+	struct io_uring_params p = {0};
 	struct bs_ring *r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;

@@ -183,10 +183,8 @@ static void forward(struct loop *l)
 	while (read(l->sigfd, &si, sizeof si) == sizeof si) {
 		if (l->exited || !for_the_program(&si))
 			continue;
-		if ((pid_t)si.ssi_pid == l->child) /* the program signals its parent */
-			kill(getppid(), (int)si.ssi_signo);
-		else
-			kill(l->child, (int)si.ssi_signo);
+		/* (one the program sent its parent goes on to ours) */
+		kill((pid_t)si.ssi_pid == l->child ? getppid() : l->child, (int)si.ssi_signo);
 	}
 }
 
