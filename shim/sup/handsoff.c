@@ -124,11 +124,9 @@ int bs_handsoff_has(pid_t tid)
 	if (!used)
 		return 0;
 	struct entry *e = find(tid); /* (a main thread: its tid is its pid) */
-	pid_t tgid = e ? tid : 0;
-	if (!e) {
-		tgid = bs_proc_tgid(tid);
+	pid_t tgid = e ? tid : bs_proc_tgid(tid);
+	if (!e)
 		e = find(tgid);
-	}
 	if (e && holds(e))
 		return 1;
 	return sandboxes && tgid && sandboxed_ancestor(tgid);

@@ -288,7 +288,7 @@ static void op_free(struct bs_sup *s, struct op *o)
 		epoll_ctl(s->ep, EPOLL_CTL_DEL, o->dup, NULL);
 	let_probe_go(s, o);
 	if (o->guarded)
-		bs_guard_release(s->guard, tag_of(s, o));
+		bs_guard_hold(s->guard, tag_of(s, o), -1);
 	if (o->dup >= 0)
 		close(o->dup);
 	o->phase = FREE;
