@@ -441,6 +441,127 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 	o->phase = WAITING, o->due = now + 10 * BS_NS_PER_MS;
 }
 
+/* ---- outcomes ---- */
+
+static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
+{
+	o->phase = WAITING;
+	if (res == 0) {
+		let_probe_go(s, o);
+		record_success(s, o);
+		if (o->notif)
+			answer(s, o->notif, 0);
+		op_free(s, o);
+		return;
+	}
+	int err = -res;
+	if (err == ECANCELED || err == EINTR) { /* its time limit (EINTR: in io-wq) */
+		if (o->notif && o->a.b.prog_end != BS_NEVER && now >= o->a.b.prog_end) {
+			let_probe_go(s, o); /* the program's SO_SNDTIMEO: as the kernel says */
+			answer(s, o->notif, EINPROGRESS);
+			op_free(s, o);
+			return;
+		}
+		err = ETIMEDOUT;
+	}
+	reset_socket(o);
+	if (!bs_config_retries(o->cfg, err)) {
+		bs_budget_stop(&o->a.b, BS_STOP_NOT_RETRYABLE);
+		owe(s, o, err, now);
+		return;
+	}
+	record_failure(s, o, err, now);
+	let_probe_go(s, o);
+	if (o->notif && !still_waiting(s, o->notif)) {
+		o->notif = 0; /* interrupted: a restarted call may come back */
+		o->due = now + RESTART_GRACE;
+		return;
+	}
+	judge(s, o, now);
+}
+
+/* The ring's completions; enter: first let the kernel post the ones it
+ * has (task work runs on our next entry to the kernel). */
+static void reap_ring(struct bs_sup *s, int enter)
+{
+	uint64_t tag;
+	int res;
+	if (enter)
+		syscall(SYS_io_uring_enter, bs_ring_fd(s->ring), 0, 0, 0, NULL, 0);
+	while (bs_ring_reap(s->ring, &tag, &res)) {
+		struct op *o = &s->ops[(tag >> 32) % MAX_OPS];
+		if (o->phase == ATTEMPT && o->gen == (uint32_t)tag)
+			attempt_ended(s, o, res, bs_now());
+	}
+}
+
+/* The next change of o's duplicate wakes the loop (EPOLL_CTL_ADD or _MOD). */
+static int watch_outcome(struct bs_sup *s, struct op *o, int how)
+{
+	struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
+	return epoll_ctl(s->ep, how, o->dup, &ev);
+}
+
+/* A pace-mode connect's outcome, read from the duplicate's TCP state (the
+ * program reads its own error: nothing is taken from the socket). The
+ * watch may see the socket before the program's connect has run (an
+ * unconnected socket is writable and hung up): that is no outcome. An
+ * outcome stands after the program closed the socket (held: it still has
+ * it); a connect still pending then is let go with our duplicate. */
+/* (the kernel's TCP states, include/net/tcp_states.h) */
+enum { SYN_SENT = 2, CLOSED = 7 };
+#define MAX_LOOKS 500 /* (2 ms apart: a connect not made within 1 s is not watched) */
+static void watched(struct bs_sup *s, struct op *o, int held)
+{
+	uint64_t now = bs_now();
+	struct tcp_info ti;
+	socklen_t n = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0 ||
+	    (!held && (ti.tcpi_state == SYN_SENT || (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out)))) {
+		op_free(s, o);
+		return;
+	}
+	if (ti.tcpi_state == SYN_SENT) { /* the next change wakes us */
+		watch_outcome(s, o, EPOLL_CTL_MOD);
+		o->due = now + RECHECK;
+		return;
+	}
+	if (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out) { /* not made yet */
+		if (++o->looks < MAX_LOOKS)
+			o->due = now + 2 * BS_NS_PER_MS;
+		else
+			op_free(s, o);
+		return;
+	}
+	if (ti.tcpi_state != CLOSED) {
+		record_success(s, o);
+	} else if (o->window_probe) {
+		struct bs_entry *e = bs_table_find(s->tab, o->key);
+		if (e)
+			atomic_fetch_add(&e->n_attempts, 1);
+	} else {
+		bs_attempt_init(&o->a, o->cfg, o->t0, BS_BUDGET_NO_TIMEOUT);
+		o->delay = 0;
+		struct bs_entry *e = entry(s, o, now);
+		if (e)
+			o->delay = next_wait(s, o, e, o->seen);
+		record_failure(s, o, ti.tcpi_total_retrans ? ETIMEDOUT : ECONNREFUSED, now);
+	}
+	op_free(s, o);
+}
+
+void bs_sup_on_event(struct bs_sup *s, uint64_t data)
+{
+	if (data == BS_SUP_EV_OWN + MAX_OPS) {
+		reap_ring(s, 1);
+		return;
+	}
+	uint64_t i = data - BS_SUP_EV_OWN;
+	if (i < MAX_OPS && s->ops[i].phase == WATCH)
+		watched(s, &s->ops[i], 1);
+}
+
 /* ---- the program's calls ---- */
 
 static uint64_t sndtimeo_ns(int fd)
@@ -458,13 +579,6 @@ static int is_tcp(int fd)
 	socklen_t n = sizeof type, m = sizeof proto;
 	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &n) == 0 && type == SOCK_STREAM &&
 	       getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &m) == 0 && proto == IPPROTO_TCP;
-}
-
-/* The next change of o's duplicate wakes the loop (EPOLL_CTL_ADD or _MOD). */
-static int watch_outcome(struct bs_sup *s, struct op *o, int how)
-{
-	struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
-	return epoll_ctl(s->ep, how, o->dup, &ev);
 }
 
 /* A pace-mode connect (a non-blocking socket of a program other than Go,
@@ -575,8 +689,6 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	take(s, o, n->id, bs_now());
 }
 
-static void reap_ring(struct bs_sup *s, int enter);
-
 /* getsockopt(SOL_SOCKET, SO_ERROR): a socket the engine holds is answered
  * from its op; any other goes to the kernel. */
 static void on_so_error(struct bs_sup *s, const struct seccomp_notif *n)
@@ -651,120 +763,6 @@ static void drain_notifications(struct bs_sup *s)
 			return;
 		one_notification(s);
 	}
-}
-
-/* ---- outcomes ---- */
-
-static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
-{
-	o->phase = WAITING;
-	if (res == 0) {
-		let_probe_go(s, o);
-		record_success(s, o);
-		if (o->notif)
-			answer(s, o->notif, 0);
-		op_free(s, o);
-		return;
-	}
-	int err = -res;
-	if (err == ECANCELED || err == EINTR) { /* its time limit (EINTR: in io-wq) */
-		if (o->notif && o->a.b.prog_end != BS_NEVER && now >= o->a.b.prog_end) {
-			let_probe_go(s, o); /* the program's SO_SNDTIMEO: as the kernel says */
-			answer(s, o->notif, EINPROGRESS);
-			op_free(s, o);
-			return;
-		}
-		err = ETIMEDOUT;
-	}
-	reset_socket(o);
-	if (!bs_config_retries(o->cfg, err)) {
-		bs_budget_stop(&o->a.b, BS_STOP_NOT_RETRYABLE);
-		owe(s, o, err, now);
-		return;
-	}
-	record_failure(s, o, err, now);
-	let_probe_go(s, o);
-	if (o->notif && !still_waiting(s, o->notif)) {
-		o->notif = 0; /* interrupted: a restarted call may come back */
-		o->due = now + RESTART_GRACE;
-		return;
-	}
-	judge(s, o, now);
-}
-
-/* The ring's completions; enter: first let the kernel post the ones it
- * has (task work runs on our next entry to the kernel). */
-static void reap_ring(struct bs_sup *s, int enter)
-{
-	uint64_t tag;
-	int res;
-	if (enter)
-		syscall(SYS_io_uring_enter, bs_ring_fd(s->ring), 0, 0, 0, NULL, 0);
-	while (bs_ring_reap(s->ring, &tag, &res)) {
-		struct op *o = &s->ops[(tag >> 32) % MAX_OPS];
-		if (o->phase == ATTEMPT && o->gen == (uint32_t)tag)
-			attempt_ended(s, o, res, bs_now());
-	}
-}
-
-/* A pace-mode connect's outcome, read from the duplicate's TCP state (the
- * program reads its own error: nothing is taken from the socket). The
- * watch may see the socket before the program's connect has run (an
- * unconnected socket is writable and hung up): that is no outcome. An
- * outcome stands after the program closed the socket (held: it still has
- * it); a connect still pending then is let go with our duplicate. */
-/* (the kernel's TCP states, include/net/tcp_states.h) */
-enum { SYN_SENT = 2, CLOSED = 7 };
-#define MAX_LOOKS 500 /* (2 ms apart: a connect not made within 1 s is not watched) */
-static void watched(struct bs_sup *s, struct op *o, int held)
-{
-	uint64_t now = bs_now();
-	struct tcp_info ti;
-	socklen_t n = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0 ||
-	    (!held && (ti.tcpi_state == SYN_SENT || (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out)))) {
-		op_free(s, o);
-		return;
-	}
-	if (ti.tcpi_state == SYN_SENT) { /* the next change wakes us */
-		watch_outcome(s, o, EPOLL_CTL_MOD);
-		o->due = now + RECHECK;
-		return;
-	}
-	if (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out) { /* not made yet */
-		if (++o->looks < MAX_LOOKS)
-			o->due = now + 2 * BS_NS_PER_MS;
-		else
-			op_free(s, o);
-		return;
-	}
-	if (ti.tcpi_state != CLOSED) {
-		record_success(s, o);
-	} else if (o->window_probe) {
-		struct bs_entry *e = bs_table_find(s->tab, o->key);
-		if (e)
-			atomic_fetch_add(&e->n_attempts, 1);
-	} else {
-		bs_attempt_init(&o->a, o->cfg, o->t0, BS_BUDGET_NO_TIMEOUT);
-		o->delay = 0;
-		struct bs_entry *e = entry(s, o, now);
-		if (e)
-			o->delay = next_wait(s, o, e, o->seen);
-		record_failure(s, o, ti.tcpi_total_retrans ? ETIMEDOUT : ECONNREFUSED, now);
-	}
-	op_free(s, o);
-}
-
-void bs_sup_on_event(struct bs_sup *s, uint64_t data)
-{
-	if (data == BS_SUP_EV_OWN + MAX_OPS) {
-		reap_ring(s, 1);
-		return;
-	}
-	uint64_t i = data - BS_SUP_EV_OWN;
-	if (i < MAX_OPS && s->ops[i].phase == WATCH)
-		watched(s, &s->ops[i], 1);
 }
 
 /* ---- time ---- */
