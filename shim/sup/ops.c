@@ -271,9 +271,7 @@ static struct op *op_new(struct bs_sup *s)
 	for (unsigned i = 0; i < MAX_OPS; i++)
 		if (s->ops[i].phase == FREE) {
 			struct op *o = &s->ops[i];
-			uint32_t gen = o->gen + 1;
-			memset(o, 0, sizeof *o);
-			o->gen = gen, o->dup = -1, o->lock = -1;
+			*o = (struct op){.gen = o->gen + 1, .dup = -1, .lock = -1};
 			s->nops++;
 			return o;
 		}
