@@ -102,8 +102,3 @@ void bs_guard_hold(int guard, uint64_t id, int sock)
 	if (guard >= 0)
 		bs_scm_send(guard, &m, sizeof m, sock, MSG_DONTWAIT);
 }
-
-void bs_guard_release(int guard, uint64_t id)
-{
-	bs_guard_hold(guard, id, -1); /* (a message without a socket lets go) */
-}

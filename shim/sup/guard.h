@@ -21,9 +21,8 @@
 
 /* The guard started: the supervisor's end of the socketpair, or -1. */
 int bs_guard_start(void);
-/* Hold sock (a duplicate, not taken over) under id; let it go. */
+/* Hold sock (a duplicate, not taken over) under id; sock -1: let it go. */
 void bs_guard_hold(int guard, uint64_t id, int sock);
-void bs_guard_release(int guard, uint64_t id);
 /* The supervisor ends: the guard is told to go (its socket closed) and
  * reaped, so that no zombie is left to a parent that never reaps unknown
  * children (a script as a container's PID 1, a subreaper). Waits at most a

@@ -98,17 +98,11 @@ void bs_handsoff_add(pid_t tid, enum bs_handsoff_why why)
 static int holds(struct entry *e)
 {
 	struct stat st;
-	if (!alive(e)) {
-		drop(e);
-		return 0;
-	}
-	if (e->why == BS_HANDS_OFF_SANDBOX)
+	if (alive(e) && (e->why == BS_HANDS_OFF_SANDBOX ||
+			 (exe_of(e->tgid, &st) == 0 && st.st_dev == e->dev && st.st_ino == e->ino)))
 		return 1;
-	if (exe_of(e->tgid, &st) != 0 || st.st_dev != e->dev || st.st_ino != e->ino) {
-		drop(e);
-		return 0;
-	}
-	return 1;
+	drop(e);
+	return 0;
 }
 
 /* Has a process of tgid's ancestry sandboxed itself? */
@@ -130,11 +124,9 @@ int bs_handsoff_has(pid_t tid)
 	if (!used)
 		return 0;
 	struct entry *e = find(tid); /* (a main thread: its tid is its pid) */
-	pid_t tgid = e ? tid : 0;
-	if (!e) {
-		tgid = bs_proc_tgid(tid);
+	pid_t tgid = e ? tid : bs_proc_tgid(tid);
+	if (!e)
 		e = find(tgid);
-	}
 	if (e && holds(e))
 		return 1;
 	return sandboxes && tgid && sandboxed_ancestor(tgid);

@@ -97,9 +97,7 @@ struct bs_sup {
 
 static void respond(struct bs_sup *s, uint64_t id, int err, uint32_t flags)
 {
-	struct seccomp_notif_resp r;
-	memset(&r, 0, sizeof r);
-	r.id = id, r.error = err ? -err : 0, r.flags = flags;
+	struct seccomp_notif_resp r = {.id = id, .error = err ? -err : 0, .flags = flags};
 	ioctl(s->listener, SECCOMP_IOCTL_NOTIF_SEND, &r); /* (ENOENT: the call is gone) */
 }
 
@@ -187,9 +185,7 @@ static void say_connected(const struct op *o, uint32_t failures)
 
 static struct bs_entry *entry(struct bs_sup *s, const struct op *o, uint64_t now)
 {
-	struct bs_claim_note note;
-	return bs_table_claim_as(s->tab, o->key, now, o->cfg->policy.max_backoff, s->me, &s->own,
-				 &note);
+	return bs_table_claim_as(s->tab, o->key, now, o->cfg->policy.max_backoff, s->me, &s->own, NULL);
 }
 
 /* Another process's waiters wake on the entry's word; ours, waiting for
@@ -275,9 +271,7 @@ static struct op *op_new(struct bs_sup *s)
 	for (unsigned i = 0; i < MAX_OPS; i++)
 		if (s->ops[i].phase == FREE) {
 			struct op *o = &s->ops[i];
-			uint32_t gen = o->gen + 1;
-			memset(o, 0, sizeof *o);
-			o->gen = gen, o->dup = -1, o->lock = -1;
+			*o = (struct op){.gen = o->gen + 1, .dup = -1, .lock = -1};
 			s->nops++;
 			return o;
 		}
@@ -292,7 +286,7 @@ static void op_free(struct bs_sup *s, struct op *o)
 		epoll_ctl(s->ep, EPOLL_CTL_DEL, o->dup, NULL);
 	let_probe_go(s, o);
 	if (o->guarded)
-		bs_guard_release(s->guard, tag_of(s, o));
+		bs_guard_hold(s->guard, tag_of(s, o), -1);
 	if (o->dup >= 0)
 		close(o->dup);
 	o->phase = FREE;
@@ -389,18 +383,6 @@ static void start_attempt(struct bs_sup *s, struct op *o, struct bs_entry *e, ui
 		o->phase = ATTEMPT, o->tried = 1, o->due = now + RECHECK;
 }
 
-static struct bs_attempt_view view_of(struct bs_entry *e, uint64_t st)
-{
-	struct bs_attempt_view v;
-	v.state = st;
-	v.probe = atomic_load(&e->probe);
-	v.resets = atomic_load(&e->resets);
-	v.last_err = (int)atomic_load(&e->last_err);
-	v.probe_live = v.probe != 0; /* (staleness decides) */
-	v.join_at = UINT64_MAX;
-	return v;
-}
-
 /* The attempt model's verdict for o now, carried out. */
 static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 {
@@ -412,9 +394,12 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 			return;
 		}
 		uint64_t st = atomic_load(&e->state);
-		struct bs_attempt_view v = view_of(e, st);
+		struct bs_attempt_view v = {.state = st, .probe = atomic_load(&e->probe),
+					    .resets = atomic_load(&e->resets),
+					    .last_err = (int)atomic_load(&e->last_err),
+					    .join_at = UINT64_MAX};
+		v.probe_live = v.probe != 0; /* (staleness decides) */
 		struct bs_decision d = bs_attempt_decide(&o->a, &v, now, longest);
-		uint64_t mine = 0;
 		int lock;
 		switch (d.verdict) {
 		case BS_GO:
@@ -427,14 +412,12 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 				o->phase = WAITING, o->due = now + SHARED_RECHECK;
 				return;
 			}
-			mine = bs_attempt_probe(now, bs_policy_attempt_timeout(&o->cfg->policy, 0) +
-							     longest, s->me);
-			if (!bs_probe_take(e, v.probe, mine)) {
-				bs_sup_release(lock);
-				continue;
-			}
-			if (atomic_load(&e->state) != st) {
-				bs_probe_release(e, mine);
+			uint64_t timeout = bs_policy_attempt_timeout(&o->cfg->policy, 0) + longest;
+			uint64_t mine = bs_attempt_probe(now, timeout, s->me);
+			int took = bs_probe_take(e, v.probe, mine);
+			if (!took || atomic_load(&e->state) != st) {
+				if (took)
+					bs_probe_release(e, mine);
 				bs_sup_release(lock);
 				continue;
 			}
@@ -454,6 +437,127 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 		}
 	}
 	o->phase = WAITING, o->due = now + 10 * BS_NS_PER_MS;
+}
+
+/* ---- outcomes ---- */
+
+static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
+{
+	o->phase = WAITING;
+	if (res == 0) {
+		let_probe_go(s, o);
+		record_success(s, o);
+		if (o->notif)
+			answer(s, o->notif, 0);
+		op_free(s, o);
+		return;
+	}
+	int err = -res;
+	if (err == ECANCELED || err == EINTR) { /* its time limit (EINTR: in io-wq) */
+		if (o->notif && o->a.b.prog_end != BS_NEVER && now >= o->a.b.prog_end) {
+			let_probe_go(s, o); /* the program's SO_SNDTIMEO: as the kernel says */
+			answer(s, o->notif, EINPROGRESS);
+			op_free(s, o);
+			return;
+		}
+		err = ETIMEDOUT;
+	}
+	reset_socket(o);
+	if (!bs_config_retries(o->cfg, err)) {
+		bs_budget_stop(&o->a.b, BS_STOP_NOT_RETRYABLE);
+		owe(s, o, err, now);
+		return;
+	}
+	record_failure(s, o, err, now);
+	let_probe_go(s, o);
+	if (o->notif && !still_waiting(s, o->notif)) {
+		o->notif = 0; /* interrupted: a restarted call may come back */
+		o->due = now + RESTART_GRACE;
+		return;
+	}
+	judge(s, o, now);
+}
+
+/* The ring's completions; enter: first let the kernel post the ones it
+ * has (task work runs on our next entry to the kernel). */
+static void reap_ring(struct bs_sup *s, int enter)
+{
+	uint64_t tag;
+	int res;
+	if (enter)
+		syscall(SYS_io_uring_enter, bs_ring_fd(s->ring), 0, 0, 0, NULL, 0);
+	while (bs_ring_reap(s->ring, &tag, &res)) {
+		struct op *o = &s->ops[(tag >> 32) % MAX_OPS];
+		if (o->phase == ATTEMPT && o->gen == (uint32_t)tag)
+			attempt_ended(s, o, res, bs_now());
+	}
+}
+
+/* The next change of o's duplicate wakes the loop (EPOLL_CTL_ADD or _MOD). */
+static int watch_outcome(struct bs_sup *s, struct op *o, int how)
+{
+	struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
+	return epoll_ctl(s->ep, how, o->dup, &ev);
+}
+
+/* A pace-mode connect's outcome, read from the duplicate's TCP state (the
+ * program reads its own error: nothing is taken from the socket). The
+ * watch may see the socket before the program's connect has run (an
+ * unconnected socket is writable and hung up): that is no outcome. An
+ * outcome stands after the program closed the socket (held: it still has
+ * it); a connect still pending then is let go with our duplicate. */
+/* (the kernel's TCP states, include/net/tcp_states.h) */
+enum { SYN_SENT = 2, CLOSED = 7 };
+#define MAX_LOOKS 500 /* (2 ms apart: a connect not made within 1 s is not watched) */
+static void watched(struct bs_sup *s, struct op *o, int held)
+{
+	uint64_t now = bs_now();
+	struct tcp_info ti;
+	socklen_t n = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0 ||
+	    (!held && (ti.tcpi_state == SYN_SENT || (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out)))) {
+		op_free(s, o);
+		return;
+	}
+	if (ti.tcpi_state == SYN_SENT) { /* the next change wakes us */
+		watch_outcome(s, o, EPOLL_CTL_MOD);
+		o->due = now + RECHECK;
+		return;
+	}
+	if (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out) { /* not made yet */
+		if (++o->looks < MAX_LOOKS)
+			o->due = now + 2 * BS_NS_PER_MS;
+		else
+			op_free(s, o);
+		return;
+	}
+	if (ti.tcpi_state != CLOSED) {
+		record_success(s, o);
+	} else if (o->window_probe) {
+		struct bs_entry *e = bs_table_find(s->tab, o->key);
+		if (e)
+			atomic_fetch_add(&e->n_attempts, 1);
+	} else {
+		bs_attempt_init(&o->a, o->cfg, o->t0, BS_BUDGET_NO_TIMEOUT);
+		o->delay = 0;
+		struct bs_entry *e = entry(s, o, now);
+		if (e)
+			o->delay = next_wait(s, o, e, o->seen);
+		record_failure(s, o, ti.tcpi_total_retrans ? ETIMEDOUT : ECONNREFUSED, now);
+	}
+	op_free(s, o);
+}
+
+void bs_sup_on_event(struct bs_sup *s, uint64_t data)
+{
+	if (data == BS_SUP_EV_OWN + MAX_OPS) {
+		reap_ring(s, 1);
+		return;
+	}
+	uint64_t i = data - BS_SUP_EV_OWN;
+	if (i < MAX_OPS && s->ops[i].phase == WATCH)
+		watched(s, &s->ops[i], 1);
 }
 
 /* ---- the program's calls ---- */
@@ -496,8 +600,7 @@ static void pace(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 		return;
 	}
 	o->seen = st, o->t0 = now, o->window_probe = w == BS_NW_CLAIM_PROBE;
-	struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
-	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, o->dup, &ev) != 0) {
+	if (watch_outcome(s, o, EPOLL_CTL_ADD) != 0) {
 		let_through(s, id);
 		op_free(s, o);
 		return;
@@ -557,17 +660,14 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	pid_t tid = (pid_t)n->pid;
 	int fd = (int)n->data.args[0];
 	socklen_t len = (socklen_t)n->data.args[2];
-	struct op *o = s->nops ? op_of(s, tid, fd) : NULL;
+	struct op *o = op_of(s, tid, fd);
 	if (o) {
 		join(s, o, n->id, tid);
 		return;
 	}
-	if (bs_handsoff_has(tid)) { /* its library retries it, or its sandbox judges it */
-		let_through(s, n->id);
-		return;
-	}
 	struct sockaddr_storage ss;
-	if (len > sizeof ss || bs_proc_read(tid, n->data.args[1], &ss, len) != 0 ||
+	/* (hands off: its library retries it, or its sandbox judges it) */
+	if (bs_handsoff_has(tid) || len > sizeof ss || bs_proc_read(tid, n->data.args[1], &ss, len) != 0 ||
 	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) || !(o = op_new(s))) {
 		let_through(s, n->id);
 		return;
@@ -587,18 +687,13 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	take(s, o, n->id, bs_now());
 }
 
-static void reap_ring(struct bs_sup *s, int enter);
-
 /* getsockopt(SOL_SOCKET, SO_ERROR): a socket the engine holds is answered
  * from its op; any other goes to the kernel. */
 static void on_so_error(struct bs_sup *s, const struct seccomp_notif *n)
 {
 	pid_t tid = (pid_t)n->pid;
-	if (!s->nops) {
-		let_through(s, n->id);
-		return;
-	}
-	reap_ring(s, 1); /* (the outcome that woke the program may wait there) */
+	if (s->nops)
+		reap_ring(s, 1); /* (the outcome that woke the program may wait there) */
 	struct op *o = op_of(s, tid, (int)n->data.args[0]);
 	int value;
 	if (o && o->phase == OWED)
@@ -668,125 +763,6 @@ static void drain_notifications(struct bs_sup *s)
 	}
 }
 
-/* ---- outcomes ---- */
-
-static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
-{
-	o->phase = WAITING;
-	if (res == 0) {
-		let_probe_go(s, o);
-		record_success(s, o);
-		if (o->notif)
-			answer(s, o->notif, 0);
-		op_free(s, o);
-		return;
-	}
-	int err = -res;
-	if (err == ECANCELED || err == EINTR) { /* its time limit (EINTR: in io-wq) */
-		if (o->notif && o->a.b.prog_end != BS_NEVER && now >= o->a.b.prog_end) {
-			let_probe_go(s, o); /* the program's SO_SNDTIMEO: as the kernel says */
-			answer(s, o->notif, EINPROGRESS);
-			op_free(s, o);
-			return;
-		}
-		err = ETIMEDOUT;
-	}
-	reset_socket(o);
-	if (!bs_config_retries(o->cfg, err)) {
-		bs_budget_stop(&o->a.b, BS_STOP_NOT_RETRYABLE);
-		owe(s, o, err, now);
-		return;
-	}
-	record_failure(s, o, err, now);
-	let_probe_go(s, o);
-	if (o->notif && !still_waiting(s, o->notif)) {
-		o->notif = 0; /* interrupted: a restarted call may come back */
-		o->due = now + RESTART_GRACE;
-		return;
-	}
-	judge(s, o, now);
-}
-
-/* The ring's completions; enter: first let the kernel post the ones it
- * has (task work runs on our next entry to the kernel). */
-static void reap_ring(struct bs_sup *s, int enter)
-{
-	uint64_t tag;
-	int res;
-	if (enter)
-		syscall(SYS_io_uring_enter, bs_ring_fd(s->ring), 0, 0, 0, NULL, 0);
-	while (bs_ring_reap(s->ring, &tag, &res)) {
-		struct op *o = &s->ops[(tag >> 32) % MAX_OPS];
-		if (o->phase == ATTEMPT && o->gen == (uint32_t)tag)
-			attempt_ended(s, o, res, bs_now());
-	}
-}
-
-/* A pace-mode connect's outcome, read from the duplicate's TCP state (the
- * program reads its own error: nothing is taken from the socket). The
- * watch may see the socket before the program's connect has run (an
- * unconnected socket is writable and hung up): that is no outcome. An
- * outcome stands after the program closed the socket (held: it still has
- * it); a connect still pending then is let go with our duplicate. */
-/* (the kernel's TCP states, include/net/tcp_states.h) */
-enum { SYN_SENT = 2, CLOSED = 7 };
-#define MAX_LOOKS 500 /* (2 ms apart: a connect not made within 1 s is not watched) */
-static void watched(struct bs_sup *s, struct op *o, int held)
-{
-	uint64_t now = bs_now();
-	struct tcp_info ti;
-	socklen_t n = sizeof ti;
-	memset(&ti, 0, sizeof ti);
-	if (getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0) {
-		op_free(s, o);
-		return;
-	}
-	int pending = ti.tcpi_state == SYN_SENT || (ti.tcpi_state == CLOSED && !ti.tcpi_segs_out);
-	if (pending && !held) { /* closed by the program before an outcome: let it go */
-		op_free(s, o);
-		return;
-	}
-	if (ti.tcpi_state == SYN_SENT) { /* the next change wakes us */
-		struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u64 = BS_SUP_EV_OWN + (uint64_t)(o - s->ops)}};
-		epoll_ctl(s->ep, EPOLL_CTL_MOD, o->dup, &ev);
-		o->due = now + RECHECK;
-		return;
-	}
-	if (ti.tcpi_state == CLOSED && ti.tcpi_segs_out == 0) { /* not made yet */
-		if (++o->looks < MAX_LOOKS)
-			o->due = now + 2 * BS_NS_PER_MS;
-		else
-			op_free(s, o);
-		return;
-	}
-	if (ti.tcpi_state != CLOSED) {
-		record_success(s, o);
-	} else if (o->window_probe) {
-		struct bs_entry *e = bs_table_find(s->tab, o->key);
-		if (e)
-			atomic_fetch_add(&e->n_attempts, 1);
-	} else {
-		bs_attempt_init(&o->a, o->cfg, o->t0, BS_BUDGET_NO_TIMEOUT);
-		o->delay = 0;
-		struct bs_entry *e = entry(s, o, now);
-		if (e)
-			o->delay = next_wait(s, o, e, o->seen);
-		record_failure(s, o, ti.tcpi_total_retrans ? ETIMEDOUT : ECONNREFUSED, now);
-	}
-	op_free(s, o);
-}
-
-void bs_sup_on_event(struct bs_sup *s, uint64_t data)
-{
-	if (data == BS_SUP_EV_OWN + MAX_OPS) {
-		reap_ring(s, 1);
-		return;
-	}
-	uint64_t i = data - BS_SUP_EV_OWN;
-	if (i < MAX_OPS && s->ops[i].phase == WATCH)
-		watched(s, &s->ops[i], 1);
-}
-
 /* ---- time ---- */
 
 uint64_t bs_sup_next_due(const struct bs_sup *s)
@@ -840,16 +816,12 @@ static void turn(struct bs_sup *s, struct op *o, uint64_t now)
 		op_free(s, o);
 		return;
 	}
-	switch (o->phase) {
-	case OWED:
+	if (o->phase == OWED)
 		op_free(s, o); /* (expired) */
-		break;
-	case WAITING:
+	else if (o->phase == WAITING)
 		waited(s, o, now);
-		break;
-	default:
+	else
 		o->due = now + RECHECK;
-	}
 }
 
 void bs_sup_on_time(struct bs_sup *s, uint64_t now)

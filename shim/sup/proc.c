@@ -15,10 +15,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
-
 int bs_proc_read(pid_t tid, uint64_t at, void *buf, size_t n)
 {
 	struct iovec local = {buf, n}, remote = {(void *)(uintptr_t)at, n};
@@ -90,20 +86,28 @@ struct pidfd_info_v0 {
 };
 #define PIDFD_GET_INFO_V0 _IOWR(0xFF, 11, struct pidfd_info_v0)
 
+/* /proc/PID/FILE (PID -1: /proc/self) into out, at most n - 1 bytes and
+ * a NUL: the bytes read (<= 0: none). */
+static ssize_t read_proc(pid_t pid, const char *file, char *out, size_t n)
+{
+	char path[64];
+	if (pid != -1)
+		snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+	else
+		snprintf(path, sizeof path, "/proc/self/%s", file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd < 0 ? -1 : read(fd, out, n - 1);
+	if (fd >= 0)
+		close(fd);
+	out[got > 0 ? got : 0] = '\0';
+	return got;
+}
+
 /* A "Name:\tNUMBER" field of /proc/<pid>/status; 0 if unknown. */
 static pid_t status_field(pid_t pid, const char *name)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	const char *t = strstr(buf, name);
+	char buf[1024];
+	const char *t = read_proc(pid, "status", buf, sizeof buf) > 0 ? strstr(buf, name) : NULL;
 	return t ? (pid_t)atoi(t + strlen(name)) : 0;
 }
 
@@ -114,45 +118,25 @@ pid_t bs_proc_ppid(pid_t pid)
 
 int bs_proc_name(pid_t pid, char *out, size_t n)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t got = fd < 0 ? -1 : read(fd, out, n - 1);
-	if (fd >= 0)
-		close(fd);
-	if (got <= 0)
+	if (read_proc(pid, "comm", out, n) <= 0)
 		return 0;
-	out[got] = '\0';
 	out[strcspn(out, "\n")] = '\0';
 	return 1;
 }
 
-/* The LSM label of a process (AppArmor, SELinux, Smack), or "" if none
- * can be read. */
-static void label_of(const char *who, char *out, size_t n)
-{
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%s/attr/current", who);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t got = fd < 0 ? -1 : read(fd, out, n - 1);
-	if (fd >= 0)
-		close(fd);
-	out[got > 0 ? got : 0] = '\0';
-}
-
+/* (attr/current: the LSM label, AppArmor, SELinux or Smack; "" if none) */
 int bs_proc_other_label(pid_t tid)
 {
 	static char mine[256];
 	static int known;
 	if (!known) {
-		label_of("self", mine, sizeof mine);
+		read_proc(-1, "attr/current", mine, sizeof mine);
 		known = 1;
 	}
 	if (!mine[0])
 		return 0; /* (no LSM labels here: nothing to differ) */
-	char who[16], theirs[256];
-	snprintf(who, sizeof who, "%d", (int)tid);
-	label_of(who, theirs, sizeof theirs);
+	char theirs[256];
+	read_proc(tid, "attr/current", theirs, sizeof theirs);
 	return strcmp(mine, theirs) != 0;
 }
 
@@ -179,7 +163,7 @@ static unsigned nknown;
 int bs_proc_is_go(pid_t tid)
 {
 	char path[64];
-	static unsigned char head[64 * 1024];
+	static char head[64 * 1024 + 1]; /* (64 KiB and read_proc's NUL) */
 	struct stat st;
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)tid);
 	if (stat(path, &st) != 0)
@@ -187,11 +171,8 @@ int bs_proc_is_go(pid_t tid)
 	for (unsigned i = 0; i < nknown && i < KNOWN; i++)
 		if (known[i].dev == st.st_dev && known[i].ino == st.st_ino)
 			return known[i].go;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? 0 : read(fd, head, sizeof head);
-	if (fd >= 0)
-		close(fd);
-	int go = n > 0 && bs_elf_kind(head, (size_t)n) == BS_ELF_GO;
+	ssize_t n = read_proc(tid, "exe", head, sizeof head);
+	int go = n > 0 && bs_elf_kind((const unsigned char *)head, (size_t)n) == BS_ELF_GO;
 	unsigned i = nknown++ % KNOWN;
 	known[i].dev = st.st_dev, known[i].ino = st.st_ino, known[i].go = go;
 	return go;

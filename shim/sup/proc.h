@@ -16,6 +16,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* (6.9; older headers lack it) */
+#endif
+
 /* Copy n bytes at `at` in thread tid's memory into buf: 0, or -1. */
 int bs_proc_read(pid_t tid, uint64_t at, void *buf, size_t n);
 /* Write n bytes of buf at `at` in tid's memory: 0, or -1. */

@@ -79,8 +79,7 @@ static void ring_free(struct bs_ring *r)
 
 struct bs_ring *bs_ring_open(unsigned depth)
 {
-	struct io_uring_params p;
-	memset(&p, 0, sizeof p);
+	struct io_uring_params p = {0};
 	struct bs_ring *r = calloc(1, sizeof *r);
 	if (!r)
 		return NULL;
@@ -123,18 +122,13 @@ static int submit(struct bs_ring *r, unsigned tail, unsigned n)
 	return got == (long)n ? 0 : got < 0 ? -errno : -EIO;
 }
 
-static struct slot *free_slot(struct bs_ring *r)
-{
-	for (unsigned i = 0; i < r->nslots; i++)
-		if (!r->slots[i].busy)
-			return &r->slots[i];
-	return NULL;
-}
-
 int bs_ring_connect(struct bs_ring *r, uint64_t tag, int fd, const struct sockaddr *addr,
 		    socklen_t len, uint64_t limit_ns)
 {
-	struct slot *s = free_slot(r);
+	struct slot *s = NULL;
+	for (unsigned i = 0; i < r->nslots && !s; i++)
+		if (!r->slots[i].busy)
+			s = &r->slots[i];
 	if (!s || len > sizeof s->addr || (tag & AUX))
 		return -EBUSY;
 	unsigned tail = atomic_load_explicit(r->sq_tail, memory_order_relaxed);

@@ -49,21 +49,20 @@ static struct bs_table *attach(int id)
 struct bs_table *bs_sup_table(const struct bs_config *cfg, int *shared)
 {
 	*shared = 0;
-	if (strcmp(cfg->shared, "off") != 0) {
-		struct stat ns;
-		const char *name = cfg->shared[0] == '/' ? cfg->shared : "";
-		int key = bs_shtab_key(geteuid(),
-				       stat("/proc/self/ns/net", &ns) == 0 ? (uint64_t)ns.st_ino : 0, name);
-		int id = shmget(key, BS_SHTAB_SIZE, IPC_CREAT | 0600);
-		struct bs_table *t = id >= 0 ? attach(id) : NULL;
-		if (t) {
-			bs_shtab_lock_path(lock_path, sizeof lock_path, LOCK_DIR, key);
-			bs_futex_shared();
-			*shared = 1;
-			return t;
-		}
-	}
-	return private_table();
+	if (strcmp(cfg->shared, "off") == 0)
+		return private_table();
+	struct stat ns;
+	const char *name = cfg->shared[0] == '/' ? cfg->shared : "";
+	int key = bs_shtab_key(geteuid(), stat("/proc/self/ns/net", &ns) == 0 ? (uint64_t)ns.st_ino : 0,
+			       name);
+	int id = shmget(key, BS_SHTAB_SIZE, IPC_CREAT | 0600);
+	struct bs_table *t = id >= 0 ? attach(id) : NULL;
+	if (!t)
+		return private_table();
+	bs_shtab_lock_path(lock_path, sizeof lock_path, LOCK_DIR, key);
+	bs_futex_shared();
+	*shared = 1;
+	return t;
 }
 
 /* The lock file, checked as the library checks it: fd, or -1. */

@@ -4,13 +4,15 @@
 #include "sup.h"
 
 #include "clock.h"
-#include "config.h"
 #include "guard.h"
+#include "proc.h"
 #include "scm.h"
 #include "sfilter.h"
+#include "units.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +20,6 @@
 #include <linux/capability.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
-#include <sys/uio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -27,9 +28,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef PIDFD_THREAD
-#define PIDFD_THREAD O_EXCL
-#endif
 /* (6.6; older headers lack them) */
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
@@ -79,17 +77,14 @@ static const char *try_calls(pid_t child, int theirs)
 	close(pidfd);
 	if (dup < 0)
 		return "pidfd_getfd is refused (in a container: allow it, or add CAP_SYS_PTRACE)";
-	long same = syscall(SYS_kcmp, child, getpid(), 0 /* KCMP_FILE */, theirs, dup);
+	int same = bs_proc_same_file(child, theirs, dup);
 	close(dup);
-	if (same != 0)
+	if (same != 1)
 		return "kcmp is refused (in a container: allow it, or add CAP_SYS_PTRACE)";
 	char byte = 0;
-	struct iovec local = {&byte, 1}, remote = {(void *)&probe_byte, 1};
-	if (process_vm_readv(child, &local, 1, &remote, 1, 0) != 1 || byte != probe_byte)
+	if (bs_proc_read(child, (uint64_t)(uintptr_t)&probe_byte, &byte, 1) != 0 || byte != probe_byte)
 		return "process_vm_readv is refused (in a container: allow it, or add CAP_SYS_PTRACE)";
-	struct io_uring_params_min {
-		char bytes[120];
-	} params = {{0}};
+	struct io_uring_params params = {0};
 	int ring = (int)syscall(SYS_io_uring_setup, 1, &params);
 	if (ring < 0)
 		return "io_uring is refused (sysctl kernel.io_uring_disabled, or the container's profile)";
@@ -136,8 +131,6 @@ const char *bs_sup_unavailable(void)
 		;
 	return why;
 }
-
-/* ---- the child ---- */
 
 static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
 		  const struct sigaction *old_chld)
@@ -190,10 +183,8 @@ static void forward(struct loop *l)
 	while (read(l->sigfd, &si, sizeof si) == sizeof si) {
 		if (l->exited || !for_the_program(&si))
 			continue;
-		if ((pid_t)si.ssi_pid == l->child) /* the program signals its parent */
-			kill(getppid(), (int)si.ssi_signo);
-		else
-			kill(l->child, (int)si.ssi_signo);
+		/* (one the program sent its parent goes on to ours) */
+		kill((pid_t)si.ssi_pid == l->child ? getppid() : l->child, (int)si.ssi_signo);
 	}
 }
 
@@ -213,7 +204,7 @@ static void reap(struct loop *l)
 
 static int wait_ms(struct loop *l)
 {
-	uint64_t due = l->sup ? bs_sup_next_due(l->sup) : UINT64_MAX, now = bs_now();
+	uint64_t due = bs_sup_next_due(l->sup), now = bs_now();
 	if (due == UINT64_MAX)
 		return -1;
 	return due <= now ? 0 : (int)((due - now) / BS_NS_PER_MS + 1);
