@@ -447,6 +447,14 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 	if (res == 0) {
 		let_probe_go(s, o);
 		record_success(s, o);
+		if (o->notif && !still_waiting(s, o->notif)) {
+			/* interrupted by a signal: the call the program makes
+			 * again (restarted, or after EINTR) gets 0, as the
+			 * kernel's own connect would on a connected socket */
+			o->notif = 0;
+			owe(s, o, 0, now);
+			return;
+		}
 		if (o->notif)
 			answer(s, o->notif, 0);
 		op_free(s, o);
