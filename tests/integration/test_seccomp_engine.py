@@ -207,8 +207,14 @@ def comm(pid):
 
 
 def the_child(pid, what):
-    """pid's one child, its guard aside."""
-    kids = [k for k in children(pid) if comm(k) != GUARD_NAME]
+    """pid's one child, its guard aside. Polled (bounded): a guard just
+    forked has not named itself yet."""
+    end = time.monotonic() + 5
+    while True:
+        kids = [k for k in children(pid) if comm(k) != GUARD_NAME]
+        if len(kids) == 1 or time.monotonic() > end:
+            break
+        time.sleep(0.01)
     check(len(kids) == 1, "%s: %d has children %r, not one" % (what, pid, kids))
     return kids[0]
 
@@ -635,8 +641,15 @@ import ctypes, os, subprocess, sys
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 rc = subprocess.run(sys.argv[1:]).returncode
 me = str(os.getpid())
-left = [p for p in os.listdir("/proc") if p.isdigit() and
-        open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()[1] == me]
+
+def parent_of(pid):
+    try:  # (a process of the machine's may end while the list is read)
+        with open("/proc/%s/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[1]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+left = [p for p in os.listdir("/proc") if p.isdigit() and parent_of(p) == me]
 print("rc=%d children=%d" % (rc, len(left)))
 """
 
