@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "real.h"
 #include "ret.h"
+#include "timeout.h"
 
 #include <errno.h>
 #include <sys/epoll.h>
@@ -164,7 +165,7 @@ uint64_t bs_sock_sndtimeo_ns(int fd)
 	socklen_t l = sizeof tv;
 	if (sys_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) || (!tv.tv_sec && !tv.tv_usec))
 		return BS_BUDGET_NO_TIMEOUT;
-	return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000;
+	return bs_timeout_deadline_tv(0, &tv); /* (saturated: none) */
 }
 
 void bs_sock_abort(int fd)

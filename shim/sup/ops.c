@@ -17,6 +17,7 @@
 #include "ring.h"
 #include "shared.h"
 #include "table.h"
+#include "timeout.h"
 #include "util.h"
 
 #include <errno.h>
@@ -576,7 +577,7 @@ static uint64_t sndtimeo_ns(int fd)
 	socklen_t n = sizeof tv;
 	if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &n) != 0 || (!tv.tv_sec && !tv.tv_usec))
 		return BS_BUDGET_NO_TIMEOUT;
-	return (uint64_t)tv.tv_sec * BS_NS_PER_SEC + (uint64_t)tv.tv_usec * 1000u;
+	return bs_timeout_deadline_tv(0, &tv); /* (saturated: none) */
 }
 
 static int is_tcp(int fd)

@@ -1,4 +1,5 @@
 """The budget of one connect() call, SO_SNDTIMEO, signals (issue #2)."""
+import sys
 import time
 
 from lib import (LineReader, Server, SynSniffer, check, check_gaps, free_port, ms_of,
@@ -85,3 +86,29 @@ def test_signal_handler_may_call_connect():
                             str(dead)], shim_env(BACKOFFSHIM_MAX_ELAPSED="1s"), timeout=10)
     check("handler connect ok" in out, "connect() inside a signal handler: %r" % out)
     check("fail errno=" in out, "main connect should end by budget: %r" % out)
+
+
+HUGE_SNDTIMEO = r"""
+import socket, struct, sys, time
+s = socket.socket()
+# 18446744074 s: its nanoseconds wrap 64 bits to 0.29 s; the kernel keeps it
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 18446744074, 0))
+t0 = time.monotonic()
+print(s.connect_ex(("127.0.0.1", int(sys.argv[1]))), "%.2f" % (time.monotonic() - t0))
+"""
+
+
+def test_a_sndtimeo_too_large_for_nanoseconds_is_no_bound():
+    """SO_SNDTIMEO of 584 years: no bound on the call, as for the kernel. Its
+    nanoseconds wrapped to 0.29 s, and the call ended with EINPROGRESS then
+    (the server here is up after 0.6 s, and the call connects)."""
+    port = free_port()
+    p = spawn([sys.executable, "-c", HUGE_SNDTIMEO, str(port)],
+              shim_env(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_ELAPSED="5s"))
+    with Server(port) as srv:
+        time.sleep(0.6)  # (the late server: the call must outlast 0.29 s)
+        srv.start()
+        out, err = p.communicate(timeout=15)
+    rc, secs = out.split()
+    check(p.returncode == 0 and rc == "0" and float(secs) >= 0.5,
+          "connect_ex %s after %ss: %r" % (rc, secs, err[-300:]))
