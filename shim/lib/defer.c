@@ -65,23 +65,30 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	struct bs_entry *e = bs_table_find(bs_tab(), d.key);
-	if (!e)
-		return reconnected(cfg, fd, now); /* nothing known of it now */
 	struct bs_attempt a;
-	struct bs_decision v = bs_park_judge(cfg, s, e, now, 0, &a);
+	struct bs_decision v = {.verdict = BS_GO};
+	if (e)
+		v = bs_park_judge(cfg, s, e, now, 0, &a);
+	if (v.verdict == BS_WAIT) {
+		if (next && v.until > now && v.until < *next)
+			*next = v.until;
+		return BS_FD_PARKED;
+	}
+	/* to act on the socket, it must be the one the shim parked: asked
+	 * only now, so that a round over many parked sockets that are not
+	 * due makes no system call for them */
+	if (!bs_park_holds(fd))
+		return BS_FD_NONE; /* not ours to answer for: passed through */
 	if (v.reset) /* the operator said the server is back */
 		bs_outcome_log_reset(d.addr, d.len);
 	switch (v.verdict) {
-	case BS_GO:
+	case BS_GO: /* (or nothing known of it now) */
 		return reconnected(cfg, fd, now);
 	case BS_TAKE_PROBE:
 		if (take_probe(cfg, e, s, v.state, v.probe, now))
 			return reconnected(cfg, fd, now);
-		v.until = now + BS_DEFER_RECHECK / 4; /* judged again soon */
-		/* fall through */
-	case BS_WAIT:
-		if (next && v.until > now && v.until < *next)
-			*next = v.until;
+		if (next && now + BS_DEFER_RECHECK / 4 < *next)
+			*next = now + BS_DEFER_RECHECK / 4; /* judged again soon */
 		return BS_FD_PARKED;
 	default:
 		return bs_park_spent(fd, &a.b);
@@ -92,8 +99,6 @@ static unsigned next_step(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *n
  * it stays parked meanwhile. */
 static unsigned run_fd(int fd, struct bs_fdslot *s, uint64_t now, uint64_t *next)
 {
-	if (!bs_park_holds(fd))
-		return BS_FD_NONE; /* not ours to answer for: passed through */
 	if (atomic_fetch_or(&s->flags, BS_FDF_BUSY) & BS_FDF_BUSY)
 		return BS_FD_PARKED;
 	unsigned st = atomic_load(&s->state);
@@ -108,6 +113,8 @@ unsigned bs_defer_run_fd(int fd, uint64_t now)
 	struct bs_fdslot *s = bs_fd_slot(bs_fds(), fd);
 	if (!s || atomic_load(&s->state) != BS_FD_PARKED)
 		return s ? atomic_load(&s->state) : BS_FD_NONE;
+	if (!bs_park_holds(fd))
+		return BS_FD_NONE; /* (the program's own look: asked first) */
 	return run_fd(fd, s, now, NULL);
 }
 

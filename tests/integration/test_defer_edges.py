@@ -8,6 +8,7 @@ or select(), an epoll set closed while a dup of it lives on, a connection
 reset after the program saw it writable, and a socket copied before its
 connect (dup, or dup2 then close). Each runs
 tests/progs/parkedge (or wideaddr) with the shim and without it."""
+import os
 import re
 import shutil
 import socket
@@ -17,7 +18,7 @@ import sys
 import time
 
 from lib import (Acceptor, LineReader, Server, SynSniffer, TestSkip, base_env, check, finish, free_port, prog,
-                 run, shim_env, spawn)
+                 run, shim_env, spawn, wait_status_row)
 
 DEFER = dict(BACKOFFSHIM_NONBLOCKING="defer", BACKOFFSHIM_INITIAL_BACKOFF="100ms",
              BACKOFFSHIM_MAX_BACKOFF="200ms")
@@ -255,3 +256,39 @@ def test_a_copy_closed_before_the_connect_leaves_a_socket_that_is_retried():
         syns = sn.settled_count()
     check(rc == 0 and shimmed == plain and syns == 3,
           "with the shim %r (%d SYNs), without %r" % (shimmed, syns, plain))
+
+
+def _cookie_questions(strace_out):
+    return len(re.findall(r"getsockopt\(\d+, SOL_SOCKET, SO_COOKIE", strace_out))
+
+
+def test_many_parked_sockets_cost_each_poll_only_its_own():
+    """100 threads, each parked on one dead destination and waiting in its
+    own poll(): a round over the process's parked sockets asks the kernel
+    nothing of one that is not due, so the cookie questions grow with the
+    threads, not with their square (about 420 per thread in 2 s before, and
+    400 threads took both cores). The same threads all connect to a server
+    that comes up late."""
+    if not shutil.which("strace"):
+        raise TestSkip("strace is not installed")
+    port, n = free_port(), 100
+    env = shim_env(BACKOFFSHIM_MAX_ELAPSED="2s", BACKOFFSHIM_LOG="off", **DEFER)
+    trace = "/tmp/bs-manyparked-%d.strace" % port
+    try:
+        rc, out, err = run(["strace", "-f", "-qq", "-e", "trace=getsockopt", "-o", trace,
+                            prog("manyparked"), str(port), str(n)], env, timeout=60)
+        with open(trace) as f:
+            asked = _cookie_questions(f.read())
+    finally:
+        if os.path.exists(trace):
+            os.unlink(trace)
+    check(out.strip() == "connected=0 refused=%d other=0" % n, "without a server: %r" % out)
+    check(asked <= 100 * n, "%d SO_COOKIE questions for %d threads" % (asked, n))
+    env = shim_env(BACKOFFSHIM_MAX_ELAPSED="20s", BACKOFFSHIM_LOG="off", **DEFER)
+    p = spawn([prog("manyparked"), str(port), "400"], env)
+    wait_status_row(env["BACKOFFSHIM_SHARED"], lambda r: r["failures"] >= 2,
+                    what="a retry of the parked sockets")
+    with Server(port).start():
+        out, err = p.communicate(timeout=30)
+    check(p.returncode == 0 and out.strip() == "connected=400 refused=0 other=0",
+          "400 threads and a late server: %r %r" % (out, err[-300:]))
