@@ -13,6 +13,14 @@
 
 _Static_assert(BS_NEVER == BS_TIMEOUT_NONE, "no deadline is no timeout (bs_timeout_ts)");
 
+int (*bs_clock_gettime)(clockid_t, struct timespec *) = clock_gettime;
+
+void bs_clock_use_kernels(int (*fn)(clockid_t, struct timespec *))
+{
+	if (fn)
+		__atomic_store_n(&bs_clock_gettime, fn, __ATOMIC_RELAXED);
+}
+
 /* FUTEX_PRIVATE_FLAG until a shared table is mapped */
 static _Atomic int futex_private = FUTEX_PRIVATE_FLAG;
 

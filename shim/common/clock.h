@@ -14,11 +14,18 @@
 
 #define BS_NEVER UINT64_MAX
 
+/* The clock_gettime bs_now calls: libc's, until the library points it at
+ * the kernel's own (the vDSO's, bs_clock_use_kernels). Another preload
+ * that fakes clock_gettime (libfaketime) would otherwise put the futex and
+ * ppoll deadlines, which the kernel reads on its own clock, hours away,
+ * and the shared table's times wrong for every other process. */
+extern int (*bs_clock_gettime)(clockid_t, struct timespec *);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t bs_now(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	__atomic_load_n(&bs_clock_gettime, __ATOMIC_RELAXED)(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -26,6 +33,10 @@ static inline uint64_t bs_now(void)
  * `expect` / someone calls bs_wake(word). Returns 0 when the wait ended for
  * any of those reasons, EINTR when a signal handler ran. */
 int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline);
+
+/* Point bs_clock_gettime at fn (the vDSO's clock_gettime; NULL: none
+ * found, libc's stays). */
+void bs_clock_use_kernels(int (*fn)(clockid_t, struct timespec *));
 
 void bs_wake(const uint32_t *word);
 

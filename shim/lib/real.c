@@ -2,6 +2,8 @@
  * calls are listed in interposed.def. */
 #include "real.h"
 
+#include "clock.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -101,7 +103,21 @@ static int bs_sys_dup2(int a, int b)
 #undef BS_REAL
 #undef BS_REAL_VOID
 
-/* Resolve every slot still at its resolver. */
+/* The kernel's clock_gettime, from the vDSO glibc maps and lists under its
+ * soname (clock.h says why the shim reads it there). */
+static void use_the_kernels_clock(void)
+{
+#if defined(__aarch64__)
+	static const char name[] = "__kernel_clock_gettime";
+#else
+	static const char name[] = "__vdso_clock_gettime";
+#endif
+	void *vdso = bs_real_dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (vdso)
+		bs_clock_use_kernels((int (*)(clockid_t, struct timespec *))dlsym(vdso, name));
+}
+
+/* Resolve every slot still at its resolver, and the clock. */
 void bs_real_resolve_all(void)
 {
 #define RESOLVE(name)                                                      \
@@ -112,4 +128,5 @@ void bs_real_resolve_all(void)
 #include "interposed.def"
 #undef BS_REAL
 #undef BS_REAL_VOID
+	use_the_kernels_clock();
 }

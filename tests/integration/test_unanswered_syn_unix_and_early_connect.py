@@ -1,4 +1,5 @@
 """Unanswered SYNs, AF_UNIX, and calls that arrive before the constructor."""
+import glob
 import os
 import socket
 import subprocess
@@ -6,8 +7,8 @@ import sys
 import tempfile
 import time
 
-from lib import (BUILD, NO_DELAY, BlackHole, LineReader, Server, base_env, check,
-                 check_not_delayed, free_port, prog, run, shim_env, spawn)
+from lib import (BUILD, NO_DELAY, BlackHole, LineReader, Server, TestSkip, base_env, check,
+                 check_not_delayed, free_port, prog, run, shim_env, spawn, wait_status_row)
 
 
 def test_unanswered_syn_is_cut_at_min_connect_timeout():
@@ -177,3 +178,30 @@ def test_a_handshake_bound_the_program_set_ends_the_connect():
         check(rc == 0 and e0 == "110", "%s %s without the shim: %r" % (how, mode, plain))
         check(rc2 == 0 and e1 == e0 and float(t1) <= 1.5 * float(t0) + 0.5,
               "%s %s: with the shim %r, without %r" % (how, mode, shimmed, plain))
+
+
+def test_a_clock_another_preload_fakes_is_not_the_shims():
+    """libfaketime preloaded before the shim (FAKETIME=+1d): the program's
+    clock_gettime says tomorrow, the shim's deadlines still follow the
+    kernel's clock. It read the faked clock and waited on a futex deadline
+    a day away: the blocking connect hung for good."""
+    fake = glob.glob("/usr/lib/*/faketime/libfaketime.so.1")
+    if not fake:
+        raise TestSkip("libfaketime is not installed")
+    port = free_port()
+    cmd = [prog("legacy_client"), "127.0.0.1", str(port)]
+    rc, out, err = run(cmd, base_env(LD_PRELOAD=fake[0], FAKETIME="+1d"))
+    check(rc == 1 and "Connection refused" in err, "without the shim: %r" % err)
+    env = shim_env(BACKOFFSHIM_MAX_ELAPSED="10s", FAKETIME="+1d")
+    env["LD_PRELOAD"] = fake[0] + ":" + env["LD_PRELOAD"]
+    p = spawn(cmd, env)
+    try:
+        wait_status_row(env["BACKOFFSHIM_SHARED"], lambda r: r["failures"] >= 2,
+                        what="the client backing off")
+        with Server(port).start():
+            out, err = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(p.returncode == 0 and "connected" in out, "with the shim: %r %r" % (out, err[-300:]))
