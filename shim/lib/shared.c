@@ -122,8 +122,17 @@ static void find(int create)
 		return;
 	if (!g_key) {
 		const char *name = g_cfg->shared[0] == '/' ? g_cfg->shared : "";
-		g_key = bs_shtab_key(euid(), netns_inode(), name);
+		uint64_t ns = netns_inode();
+		g_key = bs_shtab_key(euid(), ns, name);
 		bs_shtab_lock_path(g_lock_path, sizeof g_lock_path, LOCK_DIR, g_key);
+		if (!ns) {
+			/* (no /proc): the key would be that of every namespace
+			 * that cannot tell either, whose 127.0.0.1 is not ours */
+			say(BS_LOG_INFO, "cannot tell the network namespace (/proc/self/ns/net)",
+			    0, "; using a private table");
+			atomic_store(&g_phase, 3);
+			return;
+		}
 	}
 	long id = BS_SYS(SYS_shmget, g_key, 0, 0);
 	if (id == -ENOENT && create)

@@ -53,8 +53,9 @@ struct bs_table *bs_sup_table(const struct bs_config *cfg, int *shared)
 		return private_table();
 	struct stat ns;
 	const char *name = cfg->shared[0] == '/' ? cfg->shared : "";
-	int key = bs_shtab_key(geteuid(), stat("/proc/self/ns/net", &ns) == 0 ? (uint64_t)ns.st_ino : 0,
-			       name);
+	if (stat("/proc/self/ns/net", &ns) != 0) /* (no /proc: as the library) */
+		return private_table();
+	int key = bs_shtab_key(geteuid(), (uint64_t)ns.st_ino, name);
 	int id = shmget(key, BS_SHTAB_SIZE, IPC_CREAT | 0600);
 	struct bs_table *t = id >= 0 ? attach(id) : NULL;
 	if (!t)

@@ -525,18 +525,19 @@ def late_server_run(cmd, env, port, host="127.0.0.1", syns_before=4, timeout=15)
 
 
 class LineReader:
-    """Reads a process's stdout line by line in a thread, so a test can wait
-    for a line (an event) with a time bound."""
+    """Reads a process's stdout (or another of its streams) line by line in
+    a thread, so a test can wait for a line (an event) with a time bound."""
 
-    def __init__(self, p):
+    def __init__(self, p, stream=None):
         self.p = p
+        self.stream = stream or p.stdout
         self.lines = []
         self.cond = threading.Condition()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self):
-        for line in self.p.stdout:
+        for line in self.stream:
             with self.cond:
                 self.lines.append(line.rstrip("\n"))
                 self.cond.notify_all()

@@ -8,6 +8,7 @@ wire; each case is also run with `shared = off` or without the shim."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -537,3 +538,44 @@ def test_status_counts_each_wait_between_attempts_once():
             if e["destination"] == "127.0.0.1:%d" % dead]
     check(len(rows) == 1 and rows[0]["waits"] == 2 and rows[0]["seconds_waited"] >= 1.4,
           "status: %r (client %r)" % (rows, (rc, out, err)))
+
+
+NO_PROC = "ip link set lo up; mount -t tmpfs none /proc; "
+SERVE_THEN_CLIENT = r"""
+import socket, subprocess, sys
+port, client = int(sys.argv[1]), sys.argv[2:]
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port)); s.listen(8)
+p = subprocess.Popen(client)
+c, _ = s.accept(); c.sendall(b"hello\n"); c.close()
+sys.exit(p.wait())
+"""
+
+
+def test_namespaces_that_cannot_name_themselves_share_no_table():
+    """Two network namespaces without /proc: neither can tell its
+    namespace, so neither joins a table by a key that would be the other's
+    too. B's client connects at once to B's own server, while A backs off
+    from the same address in A's namespace (B waited on A's schedule, 1.8 s,
+    before)."""
+    if not shutil.which("unshare"):
+        raise TestSkip("unshare is not installed")
+    port = free_port()
+    ns = ["unshare", "--user", "--map-current-user", "--keep-caps", "--net", "--mount",
+          "sh", "-c"]
+    env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="2s", BACKOFFSHIM_MAX_BACKOFF="4s",
+                   BACKOFFSHIM_MAX_ELAPSED="8s")
+    a = subprocess.Popen(ns + [NO_PROC + 'exec "$@"', "a", prog("legacy_client"), "127.0.0.1",
+                               str(port)], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = LineReader(a, stream=a.stderr)
+        check(lines.wait_for(lambda l: "Connection refused (attempt 1)" in l, 10),
+              "A never backed off: %r" % lines.lines)
+        rc, out, err = run(ns + [NO_PROC + 'exec "$@"', "b", sys.executable, "-c",
+                                 SERVE_THEN_CLIENT, str(port), prog("legacy_client"),
+                                 "127.0.0.1", str(port)], env, timeout=20)
+        check(rc == 0 and "hello" in out and "waiting" not in err and "refused" not in err,
+              "B's client: rc=%d %r %r" % (rc, out, err))
+    finally:
+        a.kill()
+        a.wait()
