@@ -1,6 +1,7 @@
 /* clock: monotonic time, futex-based deadline waits, EINTR rule. */
 #include "clock.h"
 #include "timeout.h"
+#include "units.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -35,6 +36,14 @@ int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout. */
 	long r = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | atomic_load(&futex_private),
 			 expect, bs_timeout_ts(deadline, &ts), NULL, FUTEX_BITSET_MATCH_ANY);
+	if (r == -1 && errno != EINTR && errno != EAGAIN && errno != ETIMEDOUT) {
+		/* futex refused (a seccomp filter of the program's: EPERM):
+		 * a sleep toward the deadline, at most a second, that no
+		 * wake-up cuts short, rather than a loop that spins */
+		uint64_t cap = bs_now() + BS_NS_PER_SEC;
+		bs_timeout_ts(deadline < cap ? deadline : cap, &ts);
+		r = syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
 	if (r == -1 && errno == EINTR)
 		return EINTR;
 	return 0; /* woken, timed out, or the value had already changed */

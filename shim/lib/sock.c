@@ -232,7 +232,7 @@ static enum bs_sock_outcome await_handshake(int fd, uint64_t cookie, uint64_t de
 				return BS_ATT_EINTR;
 			continue;
 		}
-		if (w > 0) {
+		if (w != 0) { /* (w < 0: no wait can be made; the outcome may be in) */
 			int e = bs_sock_take_error(fd); /* (a failed read: no error) */
 			if (e > 0) {
 				/* back to the unconnected state a failed blocking
@@ -243,10 +243,11 @@ static enum bs_sock_outcome await_handshake(int fd, uint64_t cookie, uint64_t de
 			}
 			if (bs_sock_has_peer(fd))
 				return BS_ATT_OK;
-			if (bs_now() < deadline)
+			if (w > 0 && bs_now() < deadline)
 				continue; /* woken without an outcome yet */
 		}
-		/* the deadline (or a wait that cannot be made: ENOMEM...) */
+		/* the deadline (or a wait that cannot be made: ENOMEM, a seccomp
+		 * filter's EPERM...) */
 		if (bs_sock_has_peer(fd))
 			return BS_ATT_OK; /* completed as the time ran out: keep it */
 		if (prog_cut)

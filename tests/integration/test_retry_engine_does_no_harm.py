@@ -3,6 +3,8 @@ with and without the shim and compares what it does, what it prints and what
 its peers receive. The row numbers are those of the reliability audit
 (issue 7)."""
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -10,7 +12,7 @@ import tempfile
 import threading
 import time
 
-from lib import (Acceptor, BUILD, BlackHole, NO_DELAY, SynSniffer, base_env, check, check_gaps,
+from lib import (Acceptor, BUILD, BlackHole, NO_DELAY, SynSniffer, TestSkip, base_env, check, check_gaps,
                  check_not_delayed, free_port, ms_of, prog, run, shim_env, spawn, wait_status_row)
 
 PY = sys.executable
@@ -505,3 +507,25 @@ def test_a_server_that_resets_one_request_stays_up_for_a_proxy():
               "without the shim: %r %r" % (plain, err))
         rc, shimmed, err = _py(PROXY_LIKE, shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s"), [port])
     check(rc == 0 and shimmed == plain, "with the shim %r, without %r (%r)" % (shimmed, plain, err))
+
+
+def test_a_sandbox_that_refuses_the_shims_waits_neither_spins_nor_times_out():
+    """The program's own seccomp filter answers futex, or ppoll, with EPERM
+    (a sandbox's allow-list without them). Its connect to a dead port ends
+    with the refusal, as without the shim, after the shim's budget: a futex
+    refused became a loop that spun through max_elapsed (thousands of
+    futex calls, both cores), a ppoll refused an ETIMEDOUT the kernel never
+    gave."""
+    if not shutil.which("strace"):
+        raise TestSkip("strace is not installed")
+    port = free_port()
+    for call in ("futex", "ppoll"):
+        rc, plain, err = run([prog("denied"), call, str(port)], base_env())
+        check(rc == 0 and plain.strip() == "connect=111", "%s without the shim: %r" % (call, plain))
+        env = shim_env(BACKOFFSHIM_MAX_ELAPSED="1s", BACKOFFSHIM_LOG="off")
+        rc, shimmed, err = run(["strace", "-f", "-qq", "-c", "-e", "trace=futex", "-S", "calls",
+                                prog("denied"), call, str(port)], env, timeout=30)
+        m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?futex$", err, re.M)
+        check(m, "%s: strace counted no futex call (the shim waits on one): %r" % (call, err))
+        check(rc == 0 and shimmed == plain and int(m.group(1)) <= 100,
+              "%s with the shim: %r, %s futex calls" % (call, shimmed, m.group(1)))
