@@ -222,6 +222,10 @@ static void open_log(void)
 
 /* The fd table: one slot per possible fd, sized from RLIMIT_NOFILE (hard
  * limit, capped), in untouched anonymous memory until used. */
+/* One slot per descriptor number the program may reach (its hard
+ * RLIMIT_NOFILE, at most 2^20): address space reserved, touched only where
+ * used. Under an RLIMIT_AS, at most 1/64 of it, so that the program's own
+ * allocations keep their room (numbers beyond the table pass through). */
 static void setup_fds(void)
 {
 	struct rlimit rl;
@@ -230,6 +234,9 @@ static void setup_fds(void)
 		n = rl.rlim_max == RLIM_INFINITY ? (1u << 20) : rl.rlim_max;
 	if (n > (1u << 20))
 		n = 1u << 20;
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    n > rl.rlim_cur / 64 / sizeof(struct bs_fdslot))
+		n = rl.rlim_cur / 64 / sizeof(struct bs_fdslot);
 	void *m = mmap(NULL, (size_t)n * sizeof(struct bs_fdslot), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	bs_fdtab_init(&bs_fdtab_g, m == MAP_FAILED ? NULL : m, (unsigned)n);
