@@ -82,7 +82,7 @@ static unsigned left_behind(int fd, unsigned st)
 static int leaves_behind(int fd, unsigned st, const struct sockaddr *addr, socklen_t len,
 			 int *r)
 {
-	if (addr && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
+	if (bs_addr_plausible(addr) && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
 		left_behind(fd, st);
 	} else if (!bs_fd_state_in_flight(st) ||
 		   atomic_load(&bs_fd_slot(bs_fds(), fd)->key) == bs_addr_key(addr, len) ||
