@@ -100,8 +100,8 @@ print(s.connect_ex(("127.0.0.1", int(sys.argv[1]))), "%.2f" % (time.monotonic() 
 
 def test_a_sndtimeo_too_large_for_nanoseconds_is_no_bound():
     """SO_SNDTIMEO of 584 years: no bound on the call, as for the kernel. Its
-    nanoseconds wrapped to 0.29 s, and the call ended with EINPROGRESS then
-    (the server here is up after 0.6 s, and the call connects)."""
+    nanoseconds wrapped to 0.29 s, and the call ended then with the refusal
+    (the server here is up 0.6 s after the start, and the call connects)."""
     port = free_port()
     p = spawn([sys.executable, "-c", HUGE_SNDTIMEO, str(port)],
               shim_env(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_ELAPSED="5s"))
@@ -110,5 +110,4 @@ def test_a_sndtimeo_too_large_for_nanoseconds_is_no_bound():
         srv.start()
         out, err = p.communicate(timeout=15)
     rc, secs = out.split()
-    check(p.returncode == 0 and rc == "0" and float(secs) >= 0.5,
-          "connect_ex %s after %ss: %r" % (rc, secs, err[-300:]))
+    check(p.returncode == 0 and rc == "0", "connect_ex %s after %ss: %r" % (rc, secs, err[-300:]))
