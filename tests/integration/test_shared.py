@@ -14,9 +14,9 @@ import sys
 import time
 
 import sysv
-from lib import (BUILD, FullQueue, LineReader, Server, SynSniffer, TestFailure, TestSkip,
-                 base_env, check, finish, free_port, need_root, new_table, prog, run, shim_env,
-                 slack, spawn, status_rows, wait_status_row)
+from lib import (BUILD, PRELOAD, SO, FullQueue, LineReader, Server, SynSniffer, TestFailure,
+                 TestSkip, base_env, check, finish, free_port, need_root, new_table, prog, run,
+                 shim_env, slack, spawn, status_rows, wait_status_row)
 
 CLI = os.path.join(BUILD, "backoffshim")
 QUICK = dict(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_BACKOFF="1s",
@@ -560,6 +560,8 @@ def test_namespaces_that_cannot_name_themselves_share_no_table():
     before)."""
     if not shutil.which("unshare"):
         raise TestSkip("unshare is not installed")
+    if PRELOAD != SO:
+        raise TestSkip("a sanitizer runtime is preloaded: it needs the /proc this test hides")
     port = free_port()
     ns = ["unshare", "--user", "--map-current-user", "--keep-caps", "--net", "--mount",
           "sh", "-c"]
