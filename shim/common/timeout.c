@@ -44,6 +44,11 @@ uint64_t bs_timeout_deadline_tv(uint64_t now, const struct timeval *tv)
 		  : BS_TIMEOUT_NONE;
 }
 
+uint64_t bs_timeout_sndtimeo(const struct timeval *tv)
+{
+	return tv->tv_sec || tv->tv_usec ? bs_timeout_deadline_tv(0, tv) : BS_TIMEOUT_NONE;
+}
+
 uint64_t bs_timeout_left(uint64_t now, uint64_t until)
 {
 	if (until == BS_TIMEOUT_NONE)

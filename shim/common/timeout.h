@@ -35,6 +35,10 @@ uint64_t bs_timeout_deadline_ms(uint64_t now, int ms);
 uint64_t bs_timeout_deadline_ts(uint64_t now, const struct timespec *ts);
 uint64_t bs_timeout_deadline_tv(uint64_t now, const struct timeval *tv);
 
+/* A socket's SO_SNDTIMEO as the ns a blocking connect may take (a zero
+ * timeval: none; one too large for 64 bits saturates to none). */
+uint64_t bs_timeout_sndtimeo(const struct timeval *tv);
+
 /* The ns left from now until `until` (0 if passed; BS_TIMEOUT_NONE stays
  * none). */
 uint64_t bs_timeout_left(uint64_t now, uint64_t until);

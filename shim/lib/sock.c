@@ -163,9 +163,8 @@ uint64_t bs_sock_sndtimeo_ns(int fd)
 {
 	struct timeval tv = {0, 0};
 	socklen_t l = sizeof tv;
-	if (sys_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) || (!tv.tv_sec && !tv.tv_usec))
-		return BS_BUDGET_NO_TIMEOUT;
-	return bs_timeout_deadline_tv(0, &tv); /* (saturated: none) */
+	return sys_getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) ? BS_BUDGET_NO_TIMEOUT
+								     : bs_timeout_sndtimeo(&tv);
 }
 
 void bs_sock_abort(int fd)

@@ -575,9 +575,8 @@ static uint64_t sndtimeo_ns(int fd)
 {
 	struct timeval tv;
 	socklen_t n = sizeof tv;
-	if (getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &n) != 0 || (!tv.tv_sec && !tv.tv_usec))
-		return BS_BUDGET_NO_TIMEOUT;
-	return bs_timeout_deadline_tv(0, &tv); /* (saturated: none) */
+	return getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, &n) ? BS_BUDGET_NO_TIMEOUT
+								: bs_timeout_sndtimeo(&tv);
 }
 
 static int is_tcp(int fd)

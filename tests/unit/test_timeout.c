@@ -39,6 +39,15 @@ static void test_deadlines(void **state)
 	assert_true(bs_timeout_deadline_tv(NOW, NULL) == BS_TIMEOUT_NONE);
 }
 
+static void test_a_sockets_send_timeout(void **state)
+{
+	(void)state;
+	struct timeval none = {0, 0}, half = {0, 500000}, huge = {18446744074, 0};
+	assert_true(bs_timeout_sndtimeo(&none) == BS_TIMEOUT_NONE);
+	assert_true(bs_timeout_sndtimeo(&half) == 500 * BS_NS_PER_MS);
+	assert_true(bs_timeout_sndtimeo(&huge) == BS_TIMEOUT_NONE);
+}
+
 static void test_huge_timeouts_saturate_to_none(void **state)
 {
 	(void)state;
@@ -98,6 +107,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_validity_follows_the_kernel),
 		cmocka_unit_test(test_deadlines),
+		cmocka_unit_test(test_a_sockets_send_timeout),
 		cmocka_unit_test(test_huge_timeouts_saturate_to_none),
 		cmocka_unit_test(test_left),
 		cmocka_unit_test(test_conversions_never_shorten),
