@@ -100,14 +100,19 @@ print(s.connect_ex(("127.0.0.1", int(sys.argv[1]))), "%.2f" % (time.monotonic() 
 
 def test_a_sndtimeo_too_large_for_nanoseconds_is_no_bound():
     """SO_SNDTIMEO of 584 years: no bound on the call, as for the kernel. Its
-    nanoseconds wrapped to 0.29 s, and the call ended then with the refusal
-    (the server here is up 0.6 s after the start, and the call connects)."""
+    nanoseconds wrapped to 0.29 s, and the call ended then with the refusal.
+    The server starts once the shim has said its third attempt, which comes
+    at least 0.8 * (200 + 320) ms = 0.42 s into the call; the call connects."""
     port = free_port()
     p = spawn([sys.executable, "-c", HUGE_SNDTIMEO, str(port)],
               shim_env(BACKOFFSHIM_INITIAL_BACKOFF="200ms", BACKOFFSHIM_MAX_ELAPSED="5s"))
+    log = LineReader(p, stream=p.stderr)
     with Server(port) as srv:
-        time.sleep(0.6)  # (the late server: the call must outlast 0.29 s)
+        third = log.wait_for(lambda ln: "(attempt 3)" in ln, 15)
         srv.start()
-        out, err = p.communicate(timeout=15)
+        log.finish(15)
+    out = p.stdout.read()
+    check(third is not None, "no third attempt: the call ended first: %r" % log.lines[-5:])
     rc, secs = out.split()
+    err = "\n".join(ln for ln in log.lines if ln)
     check(p.returncode == 0 and rc == "0", "connect_ex %s after %ss: %r" % (rc, secs, err[-300:]))
