@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -49,6 +50,15 @@ int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
 	return 0; /* woken, timed out, or the value had already changed */
 }
 
+int bs_wait_cancellable(const uint32_t *word, uint32_t expect, uint64_t deadline)
+{
+	int type;
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	int r = bs_wait(word, expect, deadline);
+	pthread_setcanceltype(type, NULL);
+	return r;
+}
+
 void bs_wake(const uint32_t *word)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE | atomic_load(&futex_private), 0x7fffffff,
@@ -62,21 +72,42 @@ static int synchronous_fault(int sig)
 	       sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT;
 }
 
-int bs_intr_returns_eintr(int has_timeout)
+/* The caught signals that could have run in this thread, as a mask (bit
+ * n-1 for signal n) of those whose handler has all of `flags` and none of
+ * SA_RESTART. */
+static uint64_t interrupting(unsigned long flags)
 {
-	if (has_timeout)
-		return 1;
-	uint64_t blocked = 0;
+	uint64_t blocked = 0, found = 0;
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &blocked, sizeof blocked);
-	for (int sig = 1; sig < NSIG; sig++) {
+	for (int sig = 1; sig <= 64 && sig < NSIG; sig++) {
 		struct sigaction sa;
 		if (sig == SIGKILL || sig == SIGSTOP || synchronous_fault(sig))
 			continue;
-		if (sig <= 64 && (blocked >> (sig - 1) & 1))
+		if (blocked >> (sig - 1) & 1)
 			continue; /* blocked in this thread: it did not run here */
 		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
-		    sa.sa_handler != SIG_IGN && !(sa.sa_flags & SA_RESTART))
-			return 1;
+		    sa.sa_handler != SIG_IGN && (sa.sa_flags & flags) == flags &&
+		    !(sa.sa_flags & SA_RESTART))
+			found |= 1ull << (sig - 1);
 	}
-	return 0;
+	return found;
+}
+
+void bs_intr_begin(struct bs_intr *in, int has_timeout)
+{
+	in->has_timeout = has_timeout;
+	in->resetting = has_timeout ? 0 : interrupting(SA_RESETHAND);
+}
+
+int bs_intr_returns_eintr(const struct bs_intr *in)
+{
+	if (in->has_timeout)
+		return 1;
+	for (int sig = 1; sig <= 64; sig++) {
+		struct sigaction sa;
+		if ((in->resetting >> (sig - 1) & 1) && sigaction(sig, NULL, &sa) == 0 &&
+		    sa.sa_handler == SIG_DFL)
+			return 1; /* it ran, and reset itself */
+	}
+	return interrupting(0) != 0;
 }

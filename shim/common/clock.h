@@ -2,7 +2,8 @@
  * clock: monotonic time, deadline waits and the EINTR rule.
  *
  * Promise: every function is async-signal-safe and allocation-free (raw
- * syscalls only). Waits are toward an absolute CLOCK_MONOTONIC deadline, so a
+ * syscalls, and libc's sigaction and pthread_setcanceltype, which are
+ * atomic stores here). Waits are toward an absolute CLOCK_MONOTONIC deadline, so a
  * signal never stretches one, and they can be cut short by a wake-up on a
  * 32-bit word (futex), which is how an attempt's outcome is announced.
  */
@@ -34,6 +35,13 @@ static inline uint64_t bs_now(void)
  * any of those reasons, EINTR when a signal handler ran. */
 int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline);
 
+/* bs_wait inside a call that is a cancellation point (connect, poll): a
+ * deferred pthread_cancel acts during it, as during the kernel's wait. A
+ * raw system call is none, and glibc sends a deferred cancel no signal:
+ * cancellation is asynchronous for the wait alone, as glibc makes it
+ * around its own blocking calls. */
+int bs_wait_cancellable(const uint32_t *word, uint32_t expect, uint64_t deadline);
+
 /* Point bs_clock_gettime at fn (the vDSO's clock_gettime; NULL: none
  * found, libc's stays). */
 void bs_clock_use_kernels(int (*fn)(clockid_t, struct timespec *));
@@ -51,8 +59,17 @@ void bs_futex_shared(void);
  * caught signal that could have run here lacks SA_RESTART. Signals blocked
  * in this thread cannot have run here, and the signals a thread raises
  * itself (SEGV, BUS, FPE, ILL, TRAP, SYS, and ABRT from abort(): crash
- * handlers) cannot interrupt a wait, so neither counts. `has_timeout` is the socket's SO_SNDTIMEO being
- * set, in which case the kernel never restarts connect(). */
-int bs_intr_returns_eintr(int has_timeout);
+ * handlers) cannot interrupt a wait, so neither counts. A handler
+ * installed with SA_RESETHAND (glibc's signal() under -std=c99) is SIG_DFL
+ * once it ran, so those are read when the call begins (bs_intr_begin):
+ * one of them found SIG_DFL afterwards ran. `has_timeout` is the socket's
+ * SO_SNDTIMEO being set, in which case the kernel never restarts
+ * connect(). */
+struct bs_intr {
+	int has_timeout;
+	uint64_t resetting; /* bit n-1: signal n's handler resets, lacks SA_RESTART */
+};
+void bs_intr_begin(struct bs_intr *in, int has_timeout);
+int bs_intr_returns_eintr(const struct bs_intr *in);
 
 #endif

@@ -179,8 +179,19 @@ enum bs_screen bs_defer_screen(int fd)
  * due time, which then moves on */
 #define ROUNDS_MAX 1000000
 
-int bs_defer_rounds(void *call, uint64_t deadline,
-		    int (*round)(void *call, uint64_t now, uint64_t wake))
+/* The signals a call's mask blocks (glibc's SIGCANCEL and SIGSETXID
+ * excepted, as pthread_sigmask leaves them) are blocked in the thread
+ * until the call returns: its one kernel wait is several here, and between
+ * them the thread's own mask would let such a signal's handler run inside
+ * the call. Returns 1 if the mask was widened (*old: the thread's). */
+static int widen_mask(const sigset_t *mask, uint64_t *old)
+{
+	uint64_t add = mask ? mask->__val[0] & ~(3ull << 31) : 0; /* (signals 32 and 33) */
+	return add && BS_SYS(SYS_rt_sigprocmask, SIG_BLOCK, &add, old, sizeof add) == 0;
+}
+
+static int rounds(void *call, uint64_t deadline,
+		  int (*round)(void *call, uint64_t now, uint64_t wake))
 {
 	for (int n = 0; n < ROUNDS_MAX; n++) {
 		uint64_t now = bs_now();
@@ -189,6 +200,17 @@ int bs_defer_rounds(void *call, uint64_t deadline,
 			return r; /* (-EINTR: the call's, or a signal ended retry mode's wait) */
 	}
 	return 0;
+}
+
+int bs_defer_rounds(void *call, uint64_t deadline, const sigset_t *mask,
+		    int (*round)(void *call, uint64_t now, uint64_t wake))
+{
+	uint64_t old;
+	int widened = widen_mask(mask, &old);
+	int r = rounds(call, deadline, round);
+	if (widened)
+		BS_SYS(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof old);
+	return r;
 }
 
 uint64_t bs_defer_round_wait(uint64_t now, uint64_t deadline, uint64_t wake)

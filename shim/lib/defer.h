@@ -13,6 +13,7 @@
 #ifndef BS_DEFER_H
 #define BS_DEFER_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "units.h"
@@ -53,8 +54,10 @@ enum bs_screen bs_defer_screen(int fd);
  * program, returning how many remain, or -errno: the call's own error as
  * it is, or -EINTR from a screen. The rounds end when something is
  * reported, on an error, or when the program's deadline passes; the result
- * is the last round's, as ret.h has it. */
-int bs_defer_rounds(void *call, uint64_t deadline,
+ * is the last round's, as ret.h has it. The signals `mask` blocks (the
+ * program's ppoll, pselect or epoll_pwait mask; NULL: none) stay blocked
+ * from the first round to the last, as in one kernel wait. */
+int bs_defer_rounds(void *call, uint64_t deadline, const sigset_t *mask,
 		    int (*round)(void *call, uint64_t now, uint64_t wake));
 
 /* The ns a round waits from now (BS_TIMEOUT_NONE: no limit): until the

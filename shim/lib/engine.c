@@ -32,7 +32,7 @@ struct call {
 	struct bs_dest dest;
 	struct bs_entry *e;
 	struct bs_attempt a; /* its budget and what it knows (attempt.h) */
-	int prog_has_tv;    /* the program set SO_SNDTIMEO (the EINTR rule) */
+	struct bs_intr intr; /* the EINTR rule's facts (has_timeout: SO_SNDTIMEO) */
 	uint64_t cookie;    /* fd's socket when the call began to back off (0: an op) */
 	int wait_counted;   /* its wait since the last attempt is in n_waited */
 	uint32_t tid;
@@ -155,15 +155,15 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	atomic_fetch_add(&c->e->waiting, 1);
 	bs_shared_wait_begins(c->e);
 	atomic_store(&c->in_wait, 1);
-	int r = bs_wait((const uint32_t *)&c->e->seq, seq, until);
+	int r = bs_wait_cancellable((const uint32_t *)&c->e->seq, seq, until);
 	stop_waiting(c);
 	still_open(c);
-	pthread_testcancel(); /* (a cancel arrives as EINTR here) */
+	pthread_testcancel(); /* (one that came as the wait ended) */
 	if (!c->wait_counted) /* (one wait between two attempts, however many wake-ups) */
 		atomic_fetch_add(&c->e->n_waited, 1);
 	c->wait_counted = 1;
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
-	if (r == EINTR && !c->op && bs_intr_returns_eintr(c->prog_has_tv))
+	if (r == EINTR && !c->op && bs_intr_returns_eintr(&c->intr))
 		return bs_budget_stop(&c->a.b, BS_STOP_SIGNAL), end_call(c);
 	return AGAIN;
 }
@@ -198,7 +198,7 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 		r = (err = c->op->attempt(c->op)) ? BS_ATT_FAIL : BS_ATT_OK;
 	else
 		r = bs_sock_attempt(c->fd, c->dest.addr, c->dest.len, end,
-				    end == c->a.b.prog_end && end < shim_end, c->prog_has_tv, &err);
+				    end == c->a.b.prog_end && end < shim_end, &c->intr, &err);
 	atomic_store(&c->in_attempt, 0);
 	still_open(c);
 	switch (r) {
@@ -463,7 +463,8 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	c->fallback = !c->op && bs_res_has_alternative(bs_res(), c->dest.key,
 						       bs_dest_host(&c->dest), start, BS_RES_FALLBACK);
 	uint64_t prog = c->op ? BS_BUDGET_NO_TIMEOUT : bs_sock_sndtimeo_ns(c->fd);
-	c->prog_has_tv = prog != BS_BUDGET_NO_TIMEOUT;
+	if (!c->op)
+		bs_intr_begin(&c->intr, prog != BS_BUDGET_NO_TIMEOUT);
 	c->cookie = c->op ? 0 : bs_sock_cookie(c->fd);
 	c->wait_counted = 0;
 	bs_attempt_init(&c->a, c->cfg, start, prog); /* the call's budget, from start */

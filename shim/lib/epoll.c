@@ -156,7 +156,7 @@ static __attribute__((noinline)) int wait_watched(int epfd, struct epoll_event *
 				      : bs_timeout_deadline_ms(now, timeout);
 	struct call c = {epfd, max, ev, deadline, mask, kind};
 	int saved = errno;
-	return bs_ret(bs_defer_rounds(&c, deadline, wait_and_screen), saved);
+	return bs_ret(bs_defer_rounds(&c, deadline, mask, wait_and_screen), saved);
 }
 
 BS_API int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)

@@ -49,7 +49,7 @@ static enum bs_stop wait_due(const struct bs_config *cfg, uint64_t key, struct b
 			return a->b.stop;
 		if (d.verdict != BS_WAIT)
 			return BS_STOP_NONE;
-		if (bs_wait((const uint32_t *)&e->seq, seq, d.until) == EINTR && in_readiness)
+		if (bs_wait_cancellable((const uint32_t *)&e->seq, seq, d.until) == EINTR && in_readiness)
 			return bs_budget_stop(&a->b, BS_STOP_SIGNAL);
 	}
 	return BS_STOP_NONE;
@@ -161,7 +161,8 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	}
 	uint64_t end = bs_min_u64(a0 + bs_policy_attempt_timeout(&cfg->policy, delay),
 				  bs_budget_end(&a->b));
-	switch (bs_sock_attempt(fd, d->addr, d->len, end, 0, 1, err)) {
+	static const struct bs_intr any_signal = {1, 0}; /* (ends a readiness call) */
+	switch (bs_sock_attempt(fd, d->addr, d->len, end, 0, &any_signal, err)) {
 	case BS_ATT_OK:
 		*err = 0;
 		bs_outcome_connected(d, fd, a0);

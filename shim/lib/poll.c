@@ -109,7 +109,7 @@ static int deferred(struct call *c)
 	struct pollfd copy[POLL_COPY];
 	int saved = errno;
 	c->copy = copy;
-	return bs_ret(bs_defer_rounds(c, c->deadline, wait_and_screen), saved);
+	return bs_ret(bs_defer_rounds(c, c->deadline, c->mask, wait_and_screen), saved);
 }
 
 /* Too many entries to copy (see the top)? Then 1, the in-flight sockets

@@ -79,8 +79,10 @@ static int pause_until(struct bs_entry *e, uint64_t until, int has_tv)
 {
 	uint32_t word = 0;
 	uint64_t from = bs_now();
+	struct bs_intr intr;
+	bs_intr_begin(&intr, has_tv);
 	for (int i = 0; i < 1000 && bs_now() < until; i++)
-		if (bs_wait(&word, 0, until) == EINTR && bs_intr_returns_eintr(has_tv))
+		if (bs_wait_cancellable(&word, 0, until) == EINTR && bs_intr_returns_eintr(&intr))
 			return EINTR;
 	atomic_fetch_add(&e->n_waits, 1);
 	atomic_fetch_add(&e->waited, until > from ? until - from : 0);

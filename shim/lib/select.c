@@ -111,7 +111,7 @@ static int deferred(struct call *c)
 	for (int i = 0; i < 3; i++)
 		if (c->set[i])
 			c->asked.s[i] = *c->set[i];
-	return bs_ret(bs_defer_rounds(c, c->deadline, wait_and_screen), saved);
+	return bs_ret(bs_defer_rounds(c, c->deadline, c->mask, wait_and_screen), saved);
 }
 
 static int mine(int n)

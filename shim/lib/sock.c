@@ -215,7 +215,7 @@ static int wait_handshake(int fd, uint64_t deadline)
 /* The outcome of a handshake in flight on fd (its socket's `cookie`), by
  * `deadline`. */
 static enum bs_sock_outcome await_handshake(int fd, uint64_t cookie, uint64_t deadline,
-					    int prog_cut, int prog_has_tv, int *err)
+					    int prog_cut, const struct bs_intr *intr, int *err)
 {
 	for (;;) {
 		int w = wait_handshake(fd, deadline);
@@ -227,7 +227,7 @@ static enum bs_sock_outcome await_handshake(int fd, uint64_t cookie, uint64_t de
 		}
 		if (w == -EINTR) {
 			/* the kernel's own connect() would decide the same way */
-			if (bs_intr_returns_eintr(prog_has_tv))
+			if (bs_intr_returns_eintr(intr))
 				return BS_ATT_EINTR;
 			continue;
 		}
@@ -259,17 +259,17 @@ static enum bs_sock_outcome await_handshake(int fd, uint64_t cookie, uint64_t de
 /* A full AF_UNIX listen queue: a blocking connect() waits in the kernel's
  * queue, bounded only by the program's SO_SNDTIMEO, as without the shim. */
 static enum bs_sock_outcome unix_queue_full(int fd, const struct sockaddr *addr, socklen_t len,
-				       int prog_has_tv, int *err)
+				       const struct bs_intr *intr, int *err)
 {
 	for (;;) {
 		int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
 		if (r == 0 || r == -EISCONN)
 			return BS_ATT_OK;
-		if (r == -EINTR && !bs_intr_returns_eintr(prog_has_tv))
+		if (r == -EINTR && !bs_intr_returns_eintr(intr))
 			continue;
 		if (r == -EINTR)
 			return BS_ATT_EINTR;
-		if (r == -EAGAIN && prog_has_tv)
+		if (r == -EAGAIN && intr->has_timeout)
 			return BS_ATT_PROG_TIMEOUT; /* the program's own timeout */
 		*err = -r;
 		return BS_ATT_FAIL;
@@ -277,7 +277,7 @@ static enum bs_sock_outcome unix_queue_full(int fd, const struct sockaddr *addr,
 }
 
 enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
-				uint64_t deadline, int prog_cut, int prog_has_tv, int *err)
+				uint64_t deadline, int prog_cut, const struct bs_intr *intr, int *err)
 {
 	uint64_t cookie = 0;
 	int r = cookie_of(fd, &cookie);
@@ -291,12 +291,12 @@ enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, sockle
 	if (r == 0 || r == -EISCONN)
 		return BS_ATT_OK;
 	if (r == -EAGAIN && addr->sa_family == AF_UNIX)
-		return unix_queue_full(fd, addr, len, prog_has_tv, err);
+		return unix_queue_full(fd, addr, len, intr, err);
 	if (r != -EINPROGRESS && r != -EALREADY) {
 		*err = -r;
 		return BS_ATT_FAIL;
 	}
-	return await_handshake(fd, cookie, deadline, prog_cut, prog_has_tv, err);
+	return await_handshake(fd, cookie, deadline, prog_cut, intr, err);
 }
 
 int bs_sock_peer_took_all(int fd)

@@ -26,6 +26,8 @@
 #ifndef BS_SOCK_H
 #define BS_SOCK_H
 
+#include "clock.h"
+
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -72,9 +74,12 @@ enum bs_sock_outcome { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, 
  * the deadline is the program's own SO_SNDTIMEO (so a timeout is reported as
  * BS_ATT_PROG_TIMEOUT with the handshake left running, as the kernel would)
  * rather than the shim's (BS_ATT_CUT: handshake aborted, socket reusable).
+ * `intr`: the call's EINTR rule (clock.h); its has_timeout is the program's
+ * SO_SNDTIMEO being set.
  * On BS_ATT_FAIL *err holds the errno. */
 enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, socklen_t len,
-				uint64_t deadline, int prog_cut, int prog_has_tv, int *err);
+				uint64_t deadline, int prog_cut, const struct bs_intr *intr,
+				int *err);
 
 /* Abort a handshake in progress (connect(AF_UNSPEC)) and read away the
  * error that leaves pending, so the socket can connect again. */

@@ -119,21 +119,47 @@ static void test_signal_interrupts_wait_with_eintr(void **state)
 	restore_default();
 }
 
+static int eintr(int has_timeout)
+{
+	struct bs_intr in;
+	bs_intr_begin(&in, has_timeout);
+	return bs_intr_returns_eintr(&in);
+}
+
 static void test_eintr_rule(void **state)
 {
 	(void)state;
 	restore_default();
 	/* with a timeout on the socket the kernel never restarts connect() */
-	assert_int_equal(bs_intr_returns_eintr(1), 1);
+	assert_int_equal(eintr(1), 1);
 	set_handler(SA_RESTART);
-	assert_int_equal(bs_intr_returns_eintr(0), 0);
+	assert_int_equal(eintr(0), 0);
 	set_handler(0);
-	assert_int_equal(bs_intr_returns_eintr(0), 1);
+	assert_int_equal(eintr(0), 1);
 	restore_default();
 	/* ignored and default dispositions run no handler */
 	signal(SIGUSR1, SIG_IGN);
-	assert_int_equal(bs_intr_returns_eintr(0), 0);
+	assert_int_equal(eintr(0), 0);
 	signal(SIGUSR1, SIG_DFL);
+}
+
+static void test_a_handler_that_reset_itself_ran(void **state)
+{
+	(void)state;
+	restore_default();
+	struct bs_intr in;
+	set_handler(SA_RESETHAND);
+	bs_intr_begin(&in, 0);
+	assert_int_equal(bs_intr_returns_eintr(&in), 1); /* (installed, not yet run) */
+	raise(SIGALRM); /* runs it, and SIG_DFL is back */
+	assert_int_equal(eintr(0), 0); /* read afresh, nothing tells it ran */
+	assert_int_equal(bs_intr_returns_eintr(&in), 1);
+	/* with SA_RESTART as well, the kernel restarts: not counted */
+	set_handler(SA_RESETHAND | SA_RESTART);
+	bs_intr_begin(&in, 0);
+	raise(SIGALRM);
+	assert_int_equal(bs_intr_returns_eintr(&in), 0);
+	restore_default();
 }
 
 int main(void)
@@ -146,6 +172,7 @@ int main(void)
 		cmocka_unit_test(test_wake_ends_a_wait),
 		cmocka_unit_test(test_signal_interrupts_wait_with_eintr),
 		cmocka_unit_test(test_eintr_rule),
+		cmocka_unit_test(test_a_handler_that_reset_itself_ran),
 	};
 	return cmocka_run_group_tests_name("clock", tests, NULL, NULL);
 }

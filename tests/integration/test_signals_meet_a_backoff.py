@@ -1,0 +1,80 @@
+"""A program's signals while the shim backs off a connect: a signal mask
+its wait blocks stays blocked for the whole wait, a handler that resets
+itself (SA_RESETHAND) still ends a blocking connect as its alarm meant, and
+a deferred pthread_cancel acts as soon as it would in connect(). Each case
+runs tests/progs/signalwait with the shim and without it, to a dead port."""
+import subprocess
+
+from lib import LineReader, base_env, check, free_port, prog, run, shim_env
+
+LONG = dict(BACKOFFSHIM_INITIAL_BACKOFF="100ms", BACKOFFSHIM_MAX_BACKOFF="200ms",
+            BACKOFFSHIM_MAX_ELAPSED="20s", BACKOFFSHIM_SHARED="off")
+
+
+def _masked(case):
+    port = free_port()
+    rc, plain, err = run([prog("signalwait"), case, str(port)], base_env())
+    check(rc == 0 and plain == "sent=1 inside=0\n", "without the shim: %r %r" % (plain, err))
+    rc, out, err = run([prog("signalwait"), case, str(port)], shim_env(**LONG))
+    check(rc == 0 and out == plain, "%s with a socket parked: %r, without the shim %r; %s"
+          % (case, out, plain, err[-300:]))
+
+
+def test_a_signal_that_ppolls_mask_blocks_waits_for_its_return():
+    """ppoll's mask blocks SIGUSR1; the signal comes 0.3 s in, and a pipe
+    write ends the wait a second later. The kernel runs the handler after
+    the wait returns. While a socket was parked in the set, the shim's
+    rounds (several kernel waits) ran it between two rounds, inside the
+    call."""
+    _masked("ppoll")
+
+
+def test_a_signal_that_pselects_mask_blocks_waits_for_its_return():
+    _masked("pselect")
+
+
+def test_a_signal_that_epoll_pwaits_mask_blocks_waits_for_its_return():
+    _masked("epoll_pwait")
+
+
+def test_an_alarm_whose_handler_resets_itself_ends_a_blocking_connect():
+    """alarm(1), caught by a handler installed with SA_RESETHAND and no
+    SA_RESTART (glibc's signal() under -std=c99): the kernel's connect
+    would end with EINTR when it runs. The shim, judging restarts by the
+    dispositions after the handler ran, found SIG_DFL and waited to
+    max_elapsed (20 s). It ends at the alarm with the refusal."""
+    port = free_port()
+    rc, plain, err = run([prog("signalwait"), "resethand", str(port)], base_env())
+    check(rc == 0 and plain.startswith("connect=Connection refused"), "plain: %r" % plain)
+    rc, out, err = run([prog("signalwait"), "resethand", str(port)], shim_env(**LONG), timeout=40)
+    secs = float(out.split("secs=")[1])
+    check(rc == 0 and out.startswith("connect=Connection refused") and 0.9 <= secs < 10,
+          "with the shim: %r (the alarm came at 1 s, the budget is 20 s); %s" % (out, err[-300:]))
+
+
+def _joined_ms(env, wait_for_backoff):
+    port = free_port()
+    p = subprocess.Popen([prog("signalwait"), "cancel", str(port)], env=env, text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    log = LineReader(p, stream=p.stderr)
+    if wait_for_backoff:
+        check(log.wait_for(lambda ln: "next attempt in" in ln, 10), "no backoff: %r" % log.lines)
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    out = p.stdout.readline()
+    log.finish(30)
+    check(p.returncode == 0 and out.startswith("joined ms="), "%r %r" % (out, log.lines[-3:]))
+    return float(out.split("=")[1])
+
+
+def test_a_deferred_cancel_ends_a_connect_that_backs_off_at_once():
+    """A thread loops on blocking connects to a dead port; it is cancelled
+    (deferred) while the shim waits 10 s before its next attempt. connect()
+    is a cancellation point: without the shim the join is immediate. The
+    shim's wait was a raw futex, which glibc's deferred cancel does not
+    interrupt: the join took the rest of the wait."""
+    plain = _joined_ms(base_env(), False)
+    slow = dict(LONG, BACKOFFSHIM_INITIAL_BACKOFF="10s", BACKOFFSHIM_MAX_BACKOFF="10s")
+    shimmed = _joined_ms(shim_env(**slow), True)
+    check(shimmed < plain + 4000, "joined after %.0f ms with the shim (its wait: 8 to 12 s), "
+          "%.0f ms without" % (shimmed, plain))
