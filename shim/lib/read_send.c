@@ -13,6 +13,10 @@
  *    on a TCP socket record a failure so the next reconnect is paced. Data
  *    is never resent. A datagram socket's errors are returned as they are
  *    and never touch a destination's state.
+ * sendmmsg, recvmmsg, splice and sendfile are not followed, but a parked
+ * socket's kernel connect was aborted: the kernel would answer them as for
+ * an unconnected socket (EPIPE with SIGPIPE, ENOTCONN). On a parked socket
+ * they say what a connecting one says (EAGAIN), or its owed refusal.
  */
 #include "addr.h"
 #include "attempt.h"
@@ -394,3 +398,56 @@ BS_API ssize_t sendto(int fd, const void *b, size_t n, int f, const struct socka
 	FAST(sendto, (fd, b, n, f, a, al));
 }
 BS_API ssize_t sendmsg(int fd, const struct msghdr *m, int f) { FAST(sendmsg, (fd, m, f)); }
+
+/* ---- calls the shim does not follow ---- */
+
+/* What a call not followed gets on fd: 0 to go to the kernel, else -errno
+ * (a parked socket: still connecting; its parking just ended or its error
+ * was read away: the owed error). */
+static __attribute__((noinline)) int unfollowed_watched(int fd)
+{
+	unsigned st = bs_fd_state(bs_fds(), fd);
+	if (st == BS_FD_PARKED && (st = bs_defer_run_fd(fd, bs_now())) == BS_FD_PARKED)
+		return -EAGAIN;
+	return st == BS_FD_FAILED ? -bs_owed_take(fd) : 0;
+}
+
+static inline int unfollowed(int fd)
+{
+	return unwatched(fd) ? 0 : unfollowed_watched(fd);
+}
+
+#define UNFOLLOWED(fd1, fd2, name, args)                             \
+	int r_ = unfollowed(fd1);                                         \
+	if (!r_ && (fd2) != (fd1))                                        \
+		r_ = unfollowed(fd2);                                     \
+	if (r_) {                                                         \
+		errno = -r_;                                              \
+		return -1;                                                \
+	}                                                                 \
+	return bs_real_##name args
+
+BS_API int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int fl)
+{
+	UNFOLLOWED(fd, fd, sendmmsg, (fd, v, n, fl));
+}
+
+BS_API int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int fl, struct timespec *ts)
+{
+	UNFOLLOWED(fd, fd, recvmmsg, (fd, v, n, fl, ts));
+}
+
+BS_API ssize_t splice(int in, loff_t *oin, int out, loff_t *oout, size_t n, unsigned fl)
+{
+	UNFOLLOWED(in, out, splice, (in, oin, out, oout, n, fl));
+}
+
+BS_API ssize_t sendfile(int out, int in, off_t *off, size_t n)
+{
+	UNFOLLOWED(out, in, sendfile, (out, in, off, n));
+}
+
+BS_API ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
+{
+	UNFOLLOWED(out, in, sendfile64, (out, in, off, n));
+}

@@ -34,11 +34,13 @@
 #ifndef BS_REAL_H
 #define BS_REAL_H
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/socket.h>

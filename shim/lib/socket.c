@@ -5,8 +5,11 @@
  * the slot is already clean. A process that listens or accepts
  * is a server (role.c). */
 #include "outcome.h"
+#include "park.h"
 #include "real.h"
 #include "role.h"
+
+#include <errno.h>
 
 static int with_clean_slot(int fd, int type)
 {
@@ -25,8 +28,21 @@ static int accepted(int fd)
 	return with_clean_slot(fd, 0); /* (its type is the listener's: not known) */
 }
 
+/* A parked socket, or one whose refusal is owed, is still connecting to
+ * the kernel as the program knows it, which refuses to make a connecting
+ * socket listen; the shim's abort left it unconnected. */
+static int connecting(int fd)
+{
+	unsigned st = bs_fd_state(bs_fds(), fd);
+	return (st == BS_FD_PARKED && bs_park_holds(fd)) || (st == BS_FD_FAILED && bs_owed_holds(fd));
+}
+
 BS_API int listen(int fd, int backlog)
 {
+	if (__builtin_expect(bs_fd_state(bs_fds(), fd) != BS_FD_NONE, 0) && connecting(fd)) {
+		errno = EINVAL;
+		return -1;
+	}
 	int r = bs_real_listen(fd, backlog);
 	if (r == 0) {
 		uint64_t keys[BS_ROLE_KEYS];
