@@ -501,9 +501,11 @@ int bs_engine_connect(const struct bs_config *cfg, int fd,
 	uint64_t s = c.e ? atomic_load_explicit(&c.e->state, memory_order_acquire) : 0;
 	uint64_t t0 = 0;
 	int err = 0;
-	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len)) || not_ours(&c, s)) {
+	if (bs_state_may_attempt(s) || (s && bs_role_serves(addr, len)) || not_ours(&c, s) ||
+	    bs_sock_answers_at_once(fd, addr)) {
 		/* the program's own connect (a connect to one of its own
-		 * listening ports always goes) */
+		 * listening ports always goes, as does one the kernel answers
+		 * at once) */
 		t0 = bs_now();
 		int r = (int)BS_NEG(bs_real_connect(fd, addr, len));
 		if (r == 0) {

@@ -98,6 +98,17 @@ int bs_sock_is_blocking_stream(int fd)
 	return fl >= 0 && !(fl & O_NONBLOCK);
 }
 
+int bs_sock_answers_at_once(int fd, const struct sockaddr *addr)
+{
+	int domain = sol_int(fd, SO_DOMAIN);
+	if (domain > 0 && domain != addr->sa_family)
+		return 1;
+	enum { CLOSED = 7 }; /* (the kernel's TCP_CLOSE) */
+	uint8_t state = CLOSED; /* (tcp_info's first byte) */
+	socklen_t l = sizeof state;
+	return !sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &state, &l) && state != CLOSED;
+}
+
 int bs_sock_take_error(int fd)
 {
 	return sol_int(fd, SO_ERROR);
@@ -288,7 +299,7 @@ enum bs_sock_outcome bs_sock_attempt(int fd, const struct sockaddr *addr, sockle
 	r = start_connect(fd, addr, len);
 	if (r == -ECONNABORTED) /* a failure already consumed: afresh */
 		r = start_connect(fd, addr, len);
-	if (r == 0 || r == -EISCONN)
+	if (r == 0)
 		return BS_ATT_OK;
 	if (r == -EAGAIN && addr->sa_family == AF_UNIX)
 		return unix_queue_full(fd, addr, len, intr, err);

@@ -39,6 +39,11 @@ int bs_sock_is_stream(int fd);
  * very read (so call it exactly where the error is to be taken); 0 if none;
  * -errno if the query itself failed. */
 int bs_sock_take_error(int fd);
+/* Would the kernel answer a connect of fd to addr at once, whatever the
+ * destination does: a socket of another family than addr's (EINVAL,
+ * EAFNOSUPPORT), or a TCP socket connected, connecting or listening
+ * (EISCONN, EALREADY)? No such connect is made to wait. 0 when unsure. */
+int bs_sock_answers_at_once(int fd, const struct sockaddr *addr);
 /* 1 if fd has a peer (getpeername succeeds): connected. */
 int bs_sock_has_peer(int fd);
 /* Is fd still connected to the destination `key` (addr.h)? Also 1 for a

@@ -5,6 +5,8 @@ the program's: the shim makes no connection of its own on it and blames
 nothing on the next destination. Each case runs tests/progs/movedon with the
 shim and without it; a server on the first port starts only once the
 program has moved on, so a reconnect by the shim would reach it."""
+import time
+
 from lib import (Acceptor, LineReader, Server, SynSniffer, base_env, check, free_port, prog, run,
                  shim_env, spawn)
 
@@ -128,3 +130,47 @@ def test_a_parked_socket_made_blocking_answers_as_a_blocking_socket():
         rc, shimmed, err = run([prog("movedon"), case, str(port)], shim_env(**SCHEDULE))
         check(rc == 0 and shimmed == plain, "%s: with the shim %r, without %r"
               % (case, shimmed, plain))
+
+
+def _answered(case):
+    """answered CASE against a destination backing off: the kernel's answer,
+    at once (the program's run with the shim takes no longer than without
+    it plus a second, where the shim's wait is 4 to 6 s; its first poll
+    takes 0.3 s with the shim)."""
+    runs = []
+    for env in (base_env(), shim_env(BACKOFFSHIM_INITIAL_BACKOFF="5s",
+                                     BACKOFFSHIM_MAX_BACKOFF="5s", BACKOFFSHIM_SHARED="off")):
+        live = free_port()
+        srv = Server(live).start()
+        try:
+            t0 = time.monotonic()
+            rc, out, err = run([prog("answered"), case, str(free_port()), str(live)], env)
+            runs.append((rc, out, time.monotonic() - t0, err))
+        finally:
+            srv.close()
+    (prc, plain, pt, _), (rc, out, t, err) = runs
+    check(prc == 0 and rc == 0 and out == plain and t < pt + 1.0,
+          "%s: %r in %.1fs with the shim, %r in %.1fs without; %s"
+          % (case, out, t, plain, pt, err[-300:]))
+    return plain
+
+
+def test_connecting_a_connected_socket_elsewhere_is_refused_at_once():
+    """A blocking socket connected to a live server, connected again to a
+    destination backing off: EISCONN at once, its peer kept. The shim
+    waited the step, took the kernel's EISCONN for its own success, and
+    returned 0: the program took the old peer for the new one."""
+    check(_answered("connected") == "connect=-1 EISCONN peer=live\n", "not EISCONN")
+
+
+def test_connecting_a_connected_nonblocking_socket_elsewhere_is_answered_at_once():
+    """The same with a non-blocking socket whose connect the program saw
+    complete (POLLOUT): the kernel's next connect() says 0, whatever the
+    address, and the peer stays."""
+    check(_answered("nb_connected") == "connect=0  peer=live\n", "not 0")
+
+
+def test_an_address_of_another_family_is_refused_at_once():
+    """An IPv4 address given to an IPv6 socket: EINVAL at once, not after
+    the destination's step."""
+    check(_answered("family").startswith("connect=-1 EINVAL"), "not EINVAL")
