@@ -31,6 +31,8 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROG_SRC   := $(wildcard tests/progs/*.c)
 PROG_BIN   := $(PROG_SRC:tests/progs/%.c=$(BUILD)/progs/%)
+# Other preloads the tests load beside the shim
+PRELOAD_SO := $(patsubst tests/preload/%.c,$(BUILD)/preload/%.so,$(wildcard tests/preload/*.c))
 BENCH_BIN  := $(BUILD)/bench/connect_bench
 # The seccomp engine's cost (issue 23): tests/bench/sup_bench.c, with the
 # engine's own filter (shim/common/sfilter.c) for its filter-only setting.
@@ -107,6 +109,10 @@ $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -o $@ $< -lpthread
 
+$(BUILD)/preload/%.so: tests/preload/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl
+
 # Go: static (CGO_ENABLED=0), offline (GOPROXY=off; the module has no
 # dependencies), every cache under build/; the toolchain found is used
 # (GOTOOLCHAIN=local for Go 1.21 and later). Without go, go-progs says SKIPPED
@@ -142,7 +148,7 @@ $(SUP_BENCH_BIN): tests/bench/sup_bench.c shim/common/sfilter.c shim/common/sfil
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Ishim/common -Ishim/sup -o $@ \
 	    tests/bench/sup_bench.c shim/common/sfilter.c shim/sup/scm.c -lpthread
 
-check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(STATIC_BIN) $(BENCH_BIN) $(SUP_BENCH_BIN) | test-deps
+check: $(SO) $(CLI) $(MAN_PAGES) $(UNIT_BIN) $(PROG_BIN) $(PRELOAD_SO) $(STATIC_BIN) $(BENCH_BIN) $(SUP_BENCH_BIN) | test-deps
 	@$(MAKE) --no-print-directory cross-check
 	@$(MAKE) --no-print-directory go-progs
 	@scripts/check.sh $(UNIT_BIN)
@@ -186,7 +192,7 @@ $(CROSS_DIR)/obj/%.o: %.c $(LIB_HDRS) $(CROSS_DIR)/inc/ini.h
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $(VALGRIND) $$t || exit 1; done
 
-integration: $(SO) $(CLI) $(PROG_BIN) $(STATIC_BIN) | test-deps
+integration: $(SO) $(CLI) $(PROG_BIN) $(PRELOAD_SO) $(STATIC_BIN) | test-deps
 	@$(MAKE) --no-print-directory go-progs
 	@python3 tests/integration/run.py
 
@@ -364,7 +370,7 @@ $(TSAN_DIR)/obj/shim/lib/%.o $(FUZZ_DIR)/obj/shim/lib/%.o: LIB_INC := -Ishim/lib
 
 .SECONDARY: $(ASAN_COMMON_OBJ) $(TSAN_COMMON_OBJ) $(FUZZ_COMMON_OBJ)
 
-sanitize-build: $(ASAN_UNIT_BIN) $(TSAN_UNIT_BIN) $(ASAN_SO) $(CLI) $(PROG_BIN)
+sanitize-build: $(ASAN_UNIT_BIN) $(TSAN_UNIT_BIN) $(ASAN_SO) $(CLI) $(PROG_BIN) $(PRELOAD_SO)
 
 sanitize: sanitize-build | test-deps
 	@CLANG=$(CLANG) scripts/sanitize.sh $(ASAN_DIR) $(TSAN_DIR) $(ASAN_SO) \

@@ -96,8 +96,10 @@ static int leaves_behind(int fd, unsigned st, const struct sockaddr *addr, sockl
 static int connect_slow(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	const struct bs_config *cfg = bs_active();
-	if (!cfg)
+	if (!cfg) {
+		bs_passing_through();
 		return (int)BS_NEG(bs_real_connect(fd, addr, len));
+	}
 	bs_first_connect();
 	unsigned st = bs_fd_state(bs_fds(), fd);
 	int r;

@@ -10,8 +10,10 @@
 #include "util.h"
 #include "version.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +278,39 @@ static void log_loaded(void)
 	bs_line_emit(&l, BS_LOG_DEBUG);
 }
 
+/* A library loaded after the shim that defines connect() (a proxy's
+ * wrapper, socket_wrapper) sees the program's connects but would not see
+ * the shim's retries, which go to the kernel: they would reach the
+ * address the wrapper diverts. Then every connect passes through, and the
+ * first one says why (bs_passing_through). */
+static const char *_Atomic g_wrapped_by;
+
+static int connect_is_wrapped_after(void)
+{
+	Dl_info next, libc;
+	void *fn = dlsym(RTLD_NEXT, "connect");
+	if (!fn || !dladdr(fn, &next) || !dladdr((void *)gnu_get_libc_version, &libc) ||
+	    next.dli_fbase == libc.dli_fbase)
+		return 0;
+	atomic_store(&g_wrapped_by, next.dli_fname ? next.dli_fname : "a library");
+	return 1;
+}
+
+void bs_passing_through(void)
+{
+	const char *by = atomic_load_explicit(&g_wrapped_by, memory_order_relaxed);
+	if (!by || !(by = atomic_exchange(&g_wrapped_by, NULL)))
+		return;
+	struct bs_line l;
+	bs_line_start(&l);
+	bs_line_event(&l, "load");
+	bs_line_str(&l, "connect() is wrapped by ");
+	bs_line_str(&l, by);
+	bs_line_str(&l, ", loaded after the shim, which would not see its retries: connects pass "
+			"through (preload the shim after it)");
+	bs_line_emit(&l, BS_LOG_INFO);
+}
+
 const struct bs_config *_Atomic bs_fresh_cfg_g;
 long bs_errno_off_g;
 
@@ -321,6 +356,8 @@ __attribute__((constructor)) static void init(void)
 			memcpy(r, at, sizeof r);
 		g_seed = r[0] ^ bs_mix64(r[1]); /* (the kernel's 16 random bytes per exec) */
 	}
+	if (!g_cfg.disable && connect_is_wrapped_after())
+		g_cfg.disable = 1;
 	setup_fds();
 	bs_shared_setup(&g_cfg);
 	if (!g_cfg.disable && bs_log_enabled(BS_LOG_DEBUG))

@@ -48,6 +48,9 @@ static inline struct bs_table *bs_tab(void)
 /* The first connect() of the process: the shared table looked for, then
  * the fresh path enabled if the settings allow it (init.c). */
 void bs_first_connect(void);
+/* A connect while the shim is off: if a connect() wrapper loaded after the
+ * shim turned it off, one line says so, the first time (init.c). */
+void bs_passing_through(void);
 /* The fd table, read directly on the hot path of every read/write. */
 extern struct bs_fdtab bs_fdtab_g __attribute__((visibility("hidden")));
 static inline struct bs_fdtab *bs_fds(void)
