@@ -287,8 +287,8 @@ static const char *why_no_effect(const char *path, int depth, enum program *what
 	static unsigned char head[64 * 1024]; /* (a script's is done with before recursing) */
 	struct stat st;
 	*what = PLAIN;
-	if (stat(path, &st) != 0)
-		return NULL;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return NULL; /* (exec refuses it; a FIFO's open would block) */
 	FILE *f = fopen(path, "rb");
 	size_t n = f ? fread(head, 1, sizeof head, f) : 0;
 	if (f)
@@ -443,6 +443,11 @@ static int run_main(int argc, char **argv)
 	char lib[PATH_MAX];
 	if (bs_cli_find_library(bs_cli_argv0, lib, 1))
 		return EXIT_RUN_ERROR;
+	if (lib[strcspn(lib, ": ")]) { /* (the loader splits LD_PRELOAD there) */
+		fprintf(stderr, "backoffshim run: LD_PRELOAD cannot name %s: its path has a space "
+				"or a colon; install the shim elsewhere\n", lib);
+		return EXIT_RUN_ERROR;
+	}
 	if (preload(lib)) {
 		fprintf(stderr, "backoffshim run: cannot set LD_PRELOAD: %s\n", strerror(errno));
 		return EXIT_RUN_ERROR;

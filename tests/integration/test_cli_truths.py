@@ -84,3 +84,39 @@ def test_check_config_env_judges_the_file_and_the_variables_together():
               "the library: %r" % err)
     finally:
         os.unlink(path)
+
+
+def test_run_of_a_fifo_fails_as_env_does():
+    """An executable FIFO as the command: 'Permission denied', 126, at once,
+    as env says. run opened it to read its header first, and hung."""
+    import tempfile
+    d = tempfile.mkdtemp()
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    os.chmod(fifo, 0o755)
+    try:
+        rc_env, _, _ = run(["env", fifo], cli_env(), timeout=10)
+        rc, out, err = run([CLI, "run", "--", fifo], cli_env(), timeout=10)
+        check(rc == rc_env == 126 and "Permission denied" in err, "run: rc=%d (env: %d) %r"
+              % (rc, rc_env, err))
+    finally:
+        os.unlink(fifo)
+        os.rmdir(d)
+
+
+def test_run_from_a_path_ld_preload_cannot_carry_says_so():
+    """The command and library installed under a directory with a space:
+    the loader splits LD_PRELOAD at spaces and colons, so every process
+    printed two loader errors and ran without the shim. run refuses (125),
+    saying why."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(suffix=" with space")
+    try:
+        shutil.copy(CLI, d)
+        shutil.copy(SO, d)
+        rc, out, err = run([os.path.join(d, "backoffshim"), "run", "--", "true"], cli_env())
+        check(rc == 125 and "its path has a space or a colon" in err and "ld.so" not in err,
+              "rc=%d %r" % (rc, err))
+    finally:
+        shutil.rmtree(d)
