@@ -86,7 +86,8 @@ struct bs_sup {
 	struct bs_ring *ring;
 	struct bs_table *tab;
 	uint32_t me, own;
-	int shared;       /* the user's shared table (else a private one) */
+	int shared;       /* the user's shared table (else a private one; see
+			   * BS_SUP_TABLE_LATER) */
 	int guard;        /* the guard's socketpair end, or -1 */
 	size_t notif_size;
 	unsigned nops; /* ops not FREE */
@@ -184,8 +185,23 @@ static void say_connected(const struct op *o, uint32_t failures)
 
 /* ---- the table ---- */
 
+/* At the first failure, the user's table, made if need be; the private
+ * one that served until then holds no entry (only a failure claims one). */
+static void share_from_now(struct bs_sup *s)
+{
+	int shared;
+	struct bs_table *t = bs_sup_table(s->cfg, 1, &shared);
+	if (shared == 1)
+		free(s->tab), s->tab = t;
+	else
+		free(t);
+	s->shared = shared == 1;
+}
+
 static struct bs_entry *entry(struct bs_sup *s, const struct op *o, uint64_t now)
 {
+	if (s->shared == BS_SUP_TABLE_LATER)
+		share_from_now(s);
 	return bs_table_claim_as(s->tab, o->key, now, o->cfg->policy.max_backoff, s->me, &s->own, NULL);
 }
 
@@ -430,7 +446,7 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 			if (o->defer && !o->guarded) /* (idle until its next attempt) */
 				bs_guard_hold(s->guard, tag_of(s, o), o->dup), o->guarded = 1;
 			o->phase = WAITING;
-			o->due = bs_min_u64(d.until, now + (s->shared ? SHARED_RECHECK : RECHECK));
+			o->due = bs_min_u64(d.until, now + (s->shared == 1 ? SHARED_RECHECK : RECHECK));
 			return;
 		default:
 			give_up(s, o, now);
@@ -852,7 +868,7 @@ struct bs_sup *bs_sup_open(int ep, const struct bs_config *cfg)
 	s->me = (uint32_t)getpid();
 	s->seed = cfg->seed_set ? cfg->seed : bs_mix64((uint64_t)bs_now() ^ s->me);
 	s->ring = bs_ring_open(MAX_OPS);
-	s->tab = s->ring ? bs_sup_table(cfg, &s->shared) : NULL;
+	s->tab = s->ring ? bs_sup_table(cfg, 0, &s->shared) : NULL;
 	if (!s->tab)
 		return free(s), NULL; /* (the ring's memory goes with the process) */
 	struct epoll_event ev = {EPOLLIN, {.u64 = BS_SUP_EV_OWN + MAX_OPS}};

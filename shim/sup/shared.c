@@ -46,7 +46,7 @@ static struct bs_table *attach(int id)
 	return (struct bs_table *)(void *)((char *)m + BS_SHTAB_OFFSET);
 }
 
-struct bs_table *bs_sup_table(const struct bs_config *cfg, int *shared)
+struct bs_table *bs_sup_table(const struct bs_config *cfg, int create, int *shared)
 {
 	*shared = 0;
 	if (strcmp(cfg->shared, "off") == 0)
@@ -56,7 +56,11 @@ struct bs_table *bs_sup_table(const struct bs_config *cfg, int *shared)
 	if (stat("/proc/self/ns/net", &ns) != 0) /* (no /proc: as the library) */
 		return private_table();
 	int key = bs_shtab_key(geteuid(), (uint64_t)ns.st_ino, name);
-	int id = shmget(key, BS_SHTAB_SIZE, IPC_CREAT | 0600);
+	int id = shmget(key, create ? BS_SHTAB_SIZE : 0, create ? IPC_CREAT | 0600 : 0);
+	if (id < 0 && errno == ENOENT && !create) {
+		*shared = BS_SUP_TABLE_LATER;
+		return private_table();
+	}
 	struct bs_table *t = id >= 0 ? attach(id) : NULL;
 	if (!t)
 		return private_table();

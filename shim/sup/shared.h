@@ -19,8 +19,13 @@
 
 struct bs_config;
 
-/* The table (never NULL unless out of memory); *shared tells which. */
-struct bs_table *bs_sup_table(const struct bs_config *cfg, int *shared);
+/* The table (never NULL unless out of memory); *shared tells which: 1 the
+ * user's, 0 a private one, or BS_SUP_TABLE_LATER: the user's does not
+ * exist yet and `create` was 0, so a private one serves until the first
+ * failure, which asks again with `create` (the library, too, makes the
+ * table only at a failure). */
+#define BS_SUP_TABLE_LATER (-1)
+struct bs_table *bs_sup_table(const struct bs_config *cfg, int create, int *shared);
 
 /* Hold the lock byte of e's probe, as the library does (lib/shared.h):
  * a token (>= 0), BS_SUP_BUSY (another process holds it), or -1 (no lock

@@ -6,6 +6,7 @@ program without the engine in the same test."""
 import os
 import time
 
+import sysv
 from lib import (BUILD, SynSniffer, Server, TestSkip, base_env, check, finish, free_port,
                  prog, run, shim_env, slack, spawn)
 
@@ -100,6 +101,20 @@ def test_a_go_program_and_a_preloaded_one_share_one_schedule():
           % ", ".join("%.3f" % g for g in gaps))
     check(rc_go == 0 and out_go.startswith("connected"), "go: rc=%d %r %r" % (rc_go, out_go, err_go))
     check(rc_c == 0 and "connected" in out_c, "python: rc=%d %r %r" % (rc_c, out_c, err_c[-300:]))
+
+
+def test_the_engine_makes_the_table_at_the_first_failure_as_the_library_does():
+    """A program that never fails makes no table under the engine either (it
+    made one when it started); one that fails does."""
+    cs = need(CSTATIC)
+    env = engine_env()
+    name = env["BACKOFFSHIM_SHARED"]
+    rc, out, err = run(under("seccomp", ["/bin/true"]), env)
+    check(rc == 0 and sysv.find(sysv.key(name)) is None,
+          "run --engine seccomp -- true: rc=%d, a table: %r" % (rc, sysv.find(sysv.key(name))))
+    rc, out, err = run(under("seccomp", [cs, "127.0.0.1", str(free_port())]),
+                       dict(env, BACKOFFSHIM_MAX_ELAPSED="300ms"))
+    check(sysv.find(sysv.key(name)) is not None, "a failing program made no table: %r" % err[-300:])
 
 
 # --- a non-blocking program that is not Go: paced -----------------------------
