@@ -65,7 +65,7 @@ static int retries(const struct call *c, int err)
 {
 	if (c->op)
 		return c->op->retries(c->cfg, err);
-	return bs_config_retries(c->cfg, err) && !bs_sock_timeout_is_programs(c->fd, err);
+	return bs_config_retries(c->cfg, err) && !bs_sock_error_is_final(c->fd, c->dest.addr, err);
 }
 
 /* The destination backs off for an error this call's settings would not

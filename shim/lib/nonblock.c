@@ -130,9 +130,11 @@ int bs_nb_connect(const struct bs_config *cfg, int fd, const struct sockaddr *ad
 			return r; /* the program's (see engine.c: first_failed) */
 		if (r == 0)
 			bs_outcome_connected(&d, fd, now);
-		else if (probe && bs_config_retries(cfg, -r))
+		else if (!bs_config_retries(cfg, -r) || bs_sock_error_is_final(fd, addr, -r))
+			; /* (nothing to pace) */
+		else if (probe)
 			bs_outcome_probe_failed(&d, -r);
-		else if (bs_config_retries(cfg, -r))
+		else
 			bs_outcome_failed_later(cfg, &d, now, -r, UINT64_MAX);
 		return r;
 	}
@@ -178,7 +180,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	}
 	int last = bs_budget_last(&a->b, a0 + delay); /* then the give-up line says it */
 	bs_attempt_failed(a, *err);
-	if (!bs_config_retries(cfg, *err) || bs_sock_timeout_is_programs(fd, *err)) {
+	if (!bs_config_retries(cfg, *err) || bs_sock_error_is_final(fd, d->addr, *err)) {
 		bs_budget_count(&a->b, 1);
 		return bs_budget_stop(&a->b, BS_STOP_NOT_RETRYABLE), 0;
 	}
@@ -293,7 +295,7 @@ int bs_nb_outcome(const struct bs_config *cfg, int fd, int err, int may_wait)
 	if (d.addr)
 		cfg = bs_cfg_for(cfg, d.addr, d.len);
 	if (cfg->policy.kind == BS_POLICY_RESPONSIVE || err == 0 || !bs_config_retries(cfg, err) ||
-	    bs_sock_timeout_is_programs(fd, err))
+	    bs_sock_error_is_final(fd, d.addr, err))
 		return settled(cfg, fd, &d, t0, err, probe);
 	if (bs_sock_was_established(fd)) {
 		/* connected (a program may learn that from POLLOUT alone), then

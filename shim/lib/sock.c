@@ -157,10 +157,8 @@ static int host_syn_retries(void)
 	return v;
 }
 
-int bs_sock_timeout_is_programs(int fd, int err)
+static int timeout_is_programs(int fd)
 {
-	if (err != ETIMEDOUT)
-		return 0;
 	int v = 0;
 	socklen_t l = sizeof v;
 	if (!sys_getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &l) && v > 0)
@@ -168,6 +166,24 @@ int bs_sock_timeout_is_programs(int fd, int err)
 	l = sizeof v;
 	return !sys_getsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &v, &l) && v > 0 && v < 6 &&
 	       v < host_syn_retries();
+}
+
+static int never_routed(int fd, const struct sockaddr *addr)
+{
+	struct sockaddr_in in;
+	int v6only = 0;
+	socklen_t l = sizeof v6only;
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return 0;
+	return bs_addr_never_routed(addr) ||
+	       (addr->sa_family == AF_INET6 && bs_addr_as_v4(addr, &in) &&
+		!sys_getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &l) && v6only);
+}
+
+int bs_sock_error_is_final(int fd, const struct sockaddr *addr, int err)
+{
+	return (err == ETIMEDOUT && timeout_is_programs(fd)) ||
+	       (err == ENETUNREACH && never_routed(fd, addr));
 }
 
 uint64_t bs_sock_sndtimeo_ns(int fd)

@@ -66,12 +66,16 @@ int bs_sock_is_blocking_stream(int fd);
 /* The program's SO_SNDTIMEO (read, never changed) in ns, as a budget takes
  * it: BS_BUDGET_NO_TIMEOUT if none is set. */
 uint64_t bs_sock_sndtimeo_ns(int fd);
-/* Did the program's own bound on the handshake end fd's connect with err:
- * ETIMEDOUT on a socket where it set TCP_USER_TIMEOUT, or a TCP_SYNCNT
- * below the host's net.ipv4.tcp_syn_retries (read once per process, only
- * for a TCP_SYNCNT below the kernel's default of 6)? Then the timeout is
- * the program's, as SO_SNDTIMEO's is, and is not retried. */
-int bs_sock_timeout_is_programs(int fd, int err);
+/* Is err, which fd's connect to addr (NULL: not known) ended with, final
+ * whatever the destination does, so that it is not retried?
+ *  - ETIMEDOUT, ended by the program's own bound on the handshake:
+ *    TCP_USER_TIMEOUT set, or a TCP_SYNCNT below the host's
+ *    net.ipv4.tcp_syn_retries (read once per process, only for a
+ *    TCP_SYNCNT below the kernel's default of 6). The timeout is the
+ *    program's, as SO_SNDTIMEO's is.
+ *  - ENETUNREACH to an address no route reaches (bs_addr_never_routed), or
+ *    an IPv4-mapped one on an IPV6_V6ONLY socket. */
+int bs_sock_error_is_final(int fd, const struct sockaddr *addr, int err);
 
 enum bs_sock_outcome { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_ATT_EINTR };
 

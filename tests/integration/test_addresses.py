@@ -158,3 +158,31 @@ def test_a_client_walking_its_own_list_pays_its_timeout_once():
     for i in (1, 2):
         check_not_delayed("round %d" % (i + 1), float(plain[i][3]) / 1e3, float(shim[i][3]) / 1e3)
     check("it walks a list of its own" in err2, "no line about the walk: %r" % err2)
+
+
+NEVER_ROUTED = r"""
+import socket, sys, time
+fam, host, v6only = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+s = socket.socket(socket.AF_INET6 if fam == "6" else socket.AF_INET)
+if v6only:
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+t0 = time.monotonic()
+r = s.connect_ex((host, 80))
+print(r, "%.3f" % (time.monotonic() - t0))
+"""
+
+
+def test_an_address_no_route_reaches_fails_at_once():
+    """TCP to multicast or the limited broadcast, or an IPv4-mapped address
+    on an IPV6_V6ONLY socket: the kernel's ENETUNREACH at once, whatever the
+    network does. The shim retried it until max_elapsed."""
+    env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s", BACKOFFSHIM_MAX_BACKOFF="1s",
+                   BACKOFFSHIM_MAX_ELAPSED="5s", BACKOFFSHIM_SHARED="off")
+    for fam, host, v6only in (("4", "224.0.0.1", "0"), ("4", "255.255.255.255", "0"),
+                              ("6", "ff02::1", "0"), ("6", "::ffff:127.0.0.1", "1")):
+        cmd = [sys.executable, "-c", NEVER_ROUTED, fam, host, v6only]
+        rc, plain, _ = run(cmd, base_env())
+        rc2, out, err = run(cmd, env)
+        check(rc == rc2 == 0 and plain.split()[0] == out.split()[0],
+              "%s: %r with the shim, %r without; %s" % (host, out, plain, err[-300:]))
+        check_not_delayed(host, float(plain.split()[1]), float(out.split()[1]), 1.0)

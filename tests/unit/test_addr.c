@@ -64,6 +64,33 @@ static int cmp_u64(const void *a, const void *b)
 
 /* IPv4 keys are exact: the address and port are recoverable, every
  * (address, port) pair gets its own key, and sin_zero does not matter. */
+static void test_addresses_no_route_reaches(void **state)
+{
+	(void)state;
+	static const char *const never4[] = {"224.0.0.1", "239.255.255.250", "255.255.255.255"};
+	static const char *const routed4[] = {"127.0.0.1", "10.0.0.1", "223.255.255.255",
+					      "240.0.0.1", "192.168.1.255"};
+	static const char *const never6[] = {"ff02::1", "ff0e::1", "::ffff:224.0.0.1",
+					     "::ffff:255.255.255.255"};
+	static const char *const routed6[] = {"::1", "fe80::1", "2001:db8::1", "::ffff:127.0.0.1"};
+	for (size_t i = 0; i < sizeof never4 / sizeof *never4; i++) {
+		struct sockaddr_in a = v4(never4[i], 80);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 1);
+	}
+	for (size_t i = 0; i < sizeof routed4 / sizeof *routed4; i++) {
+		struct sockaddr_in a = v4(routed4[i], 80);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 0);
+	}
+	for (size_t i = 0; i < sizeof never6 / sizeof *never6; i++) {
+		struct sockaddr_in6 a = v6(never6[i], 80);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 1);
+	}
+	for (size_t i = 0; i < sizeof routed6 / sizeof *routed6; i++) {
+		struct sockaddr_in6 a = v6(routed6[i], 80);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 0);
+	}
+}
+
 static void test_v4_key_exact(void **state)
 {
 	(void)state;
@@ -514,6 +541,7 @@ static void test_name_addr(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_addresses_no_route_reaches),
 		cmocka_unit_test(test_v4_key_exact),
 		cmocka_unit_test(test_v4_key_inline),
 		cmocka_unit_test(test_unreadable_pointers_are_not_read),
