@@ -11,6 +11,9 @@ from lib import (BUILD, PRELOAD, LineReader, Server, base_env, check, free_port,
                  spawn)
 
 REDIRECT = os.path.join(BUILD, "preload", "redirect.so")
+# (under `make sanitize` PRELOAD is the ASan runtime, which must come first,
+# then the shim)
+SHIM_LAST = PRELOAD.split(":")
 CONNECT = "import socket, sys; print(socket.socket().connect_ex(('127.0.0.1', int(sys.argv[1]))))"
 
 
@@ -32,7 +35,7 @@ def test_a_wrapper_loaded_after_the_shim_sees_every_connect():
         rc, out, err = run([sys.executable, "-c", CONNECT, str(frm)], plain)
         check(rc == 0 and out == "111\n", "the wrapper alone: %r %r" % (out, err))
         rc, out2, err = run([sys.executable, "-c", CONNECT, str(frm)],
-                            _env(PRELOAD + ":" + REDIRECT, frm, to))
+                            _env(":".join(SHIM_LAST + [REDIRECT]), frm, to))
         said = [ln for ln in err.splitlines() if "is wrapped by" in ln]
         check(out2 == out and len(said) == 1 and not srv.accepts,
               "shim, then the wrapper: %r (%d connections to FROM); %r"
@@ -46,7 +49,7 @@ def test_a_wrapper_loaded_before_the_shim_carries_its_retries():
     TO, whose server starts after the shim's first attempt; the retry
     connects there."""
     frm, to = free_port(), free_port()
-    p = spawn([sys.executable, "-c", CONNECT, str(frm)], _env(REDIRECT + ":" + PRELOAD, frm, to))
+    p = spawn([sys.executable, "-c", CONNECT, str(frm)], _env(":".join(SHIM_LAST[:-1] + [REDIRECT] + SHIM_LAST[-1:]), frm, to))
     log = LineReader(p, stream=p.stderr)
     srv = Server(to)
     try:
