@@ -49,7 +49,8 @@ def test_a_wrapper_loaded_before_the_shim_carries_its_retries():
     TO, whose server starts after the shim's first attempt; the retry
     connects there."""
     frm, to = free_port(), free_port()
-    p = spawn([sys.executable, "-c", CONNECT, str(frm)], _env(":".join(SHIM_LAST[:-1] + [REDIRECT] + SHIM_LAST[-1:]), frm, to))
+    preload = ":".join(SHIM_LAST[:-1] + [REDIRECT] + SHIM_LAST[-1:])
+    p = spawn([sys.executable, "-c", CONNECT, str(frm)], _env(preload, frm, to))
     log = LineReader(p, stream=p.stderr)
     srv = Server(to)
     try:
