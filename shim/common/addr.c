@@ -27,12 +27,15 @@ int bs_addr_as_v4(const struct sockaddr *addr, struct sockaddr_in *in)
 	return memcmp(in6->sin6_addr.s6_addr, mapped, 12) == 0;
 }
 
-int bs_addr_never_routed(const struct sockaddr *addr)
+int bs_addr_never_routed(const struct sockaddr *addr, int v6only)
 {
 	struct sockaddr_in in;
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return 0;
 	if (bs_addr_as_v4(addr, &in)) {
 		uint32_t a = ntohl(in.sin_addr.s_addr);
-		return a >> 28 == 0xe || a == 0xffffffffu; /* 224.0.0.0/4, 255.255.255.255 */
+		return (v6only && addr->sa_family == AF_INET6) ||
+		       a >> 28 == 0xe || a == 0xffffffffu; /* 224.0.0.0/4, 255.255.255.255 */
 	}
 	return ((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr.s6_addr[0] == 0xff;
 }

@@ -37,10 +37,12 @@ enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len);
  * port alone *in then holds. */
 int bs_addr_as_v4(const struct sockaddr *addr, struct sockaddr_in *in);
 
-/* Is addr (of kind BS_ADDR_INET) one that no route carries a TCP connect
- * to, whatever the network does: multicast or the limited broadcast, as
- * IPv4, IPv4-mapped or IPv6 (the kernel's ENETUNREACH at once)? */
-int bs_addr_never_routed(const struct sockaddr *addr);
+/* Is addr one that no route carries a TCP connect to, whatever the
+ * network does (the kernel's ENETUNREACH at once): multicast or the
+ * limited broadcast, as IPv4, IPv4-mapped or IPv6, or an IPv4-mapped
+ * address from a socket that is `v6only` (IPV6_V6ONLY)? 0 for anything
+ * but AF_INET and AF_INET6 (NULL too). */
+int bs_addr_never_routed(const struct sockaddr *addr, int v6only);
 
 /* The destination key, or 0 when addr is not a destination we key. */
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len);

@@ -50,13 +50,29 @@ int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline)
 	return 0; /* woken, timed out, or the value had already changed */
 }
 
+/* The program's cancel type + 1 while this thread waits in
+ * bs_wait_cancellable (0: not waiting; -1: async just set, the type not
+ * yet known, taken for the default). */
+static __thread int waiting_type __attribute__((tls_model("initial-exec")));
+
 int bs_wait_cancellable(const uint32_t *word, uint32_t expect, uint64_t deadline)
 {
 	int type;
+	waiting_type = -1;
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	waiting_type = type + 1;
 	int r = bs_wait(word, expect, deadline);
+	waiting_type = 0;
 	pthread_setcanceltype(type, NULL);
 	return r;
+}
+
+void bs_wait_left(void)
+{
+	int t = waiting_type;
+	waiting_type = 0;
+	if (t)
+		pthread_setcanceltype(t > 0 ? t - 1 : PTHREAD_CANCEL_DEFERRED, NULL);
 }
 
 void bs_wake(const uint32_t *word)

@@ -41,6 +41,10 @@ int bs_wait(const uint32_t *word, uint32_t expect, uint64_t deadline);
  * cancellation is asynchronous for the wait alone, as glibc makes it
  * around its own blocking calls. */
 int bs_wait_cancellable(const uint32_t *word, uint32_t expect, uint64_t deadline);
+/* A signal handler jumps out of this thread's cancellable wait (longjmp):
+ * the program's cancel type is put back, which the wait's end would have
+ * done. */
+void bs_wait_left(void);
 
 /* Point bs_clock_gettime at fn (the vDSO's clock_gettime; NULL: none
  * found, libc's stays). */

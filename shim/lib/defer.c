@@ -179,15 +179,21 @@ enum bs_screen bs_defer_screen(int fd)
  * due time, which then moves on */
 #define ROUNDS_MAX 1000000
 
-/* The signals a call's mask blocks (glibc's SIGCANCEL and SIGSETXID
- * excepted, as pthread_sigmask leaves them) are blocked in the thread
- * until the call returns: its one kernel wait is several here, and between
- * them the thread's own mask would let such a signal's handler run inside
- * the call. Returns 1 if the mask was widened (*old: the thread's). */
+/* The signals a call's mask blocks are blocked in the thread until the
+ * call returns: its one kernel wait is several here, and between them the
+ * thread's own mask would let such a signal's handler run inside the
+ * call. The kernel reads the program's mask (a bad pointer: no widening,
+ * and the real call says EFAULT); glibc's SIGCANCEL and SIGSETXID stay
+ * unblocked, as pthread_sigmask leaves them. Returns 1 if the mask was
+ * widened (*old: the thread's). */
 static int widen_mask(const sigset_t *mask, uint64_t *old)
 {
-	uint64_t add = mask ? mask->__val[0] & ~(3ull << 31) : 0; /* (signals 32 and 33) */
-	return add && BS_SYS(SYS_rt_sigprocmask, SIG_BLOCK, &add, old, sizeof add) == 0;
+	if (!mask || BS_SYS(SYS_rt_sigprocmask, SIG_BLOCK, mask, old, sizeof *old) != 0)
+		return 0;
+	uint64_t glibc = (3ull << 31) & ~*old; /* (signals 32 and 33) */
+	if (glibc)
+		BS_SYS(SYS_rt_sigprocmask, SIG_UNBLOCK, &glibc, NULL, sizeof glibc);
+	return 1;
 }
 
 static int rounds(void *call, uint64_t deadline,

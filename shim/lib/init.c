@@ -279,18 +279,31 @@ static void log_loaded(void)
 }
 
 /* A library loaded after the shim that defines connect() (a proxy's
- * wrapper, socket_wrapper) sees the program's connects but would not see
- * the shim's retries, which go to the kernel: they would reach the
- * address the wrapper diverts. Then every connect passes through, and the
- * first one says why (bs_passing_through). */
+ * wrapper, socket_wrapper; a sanitizer's runtime, which a program built
+ * with it loads after any preload, only forwards it) sees the program's
+ * connects but would not see the shim's retries, which go to the kernel:
+ * they would reach the address the wrapper diverts. Then every connect
+ * passes through, and the first one says why (bs_passing_through). */
 static const char *_Atomic g_wrapped_by;
+
+static int forwards_unchanged(const char *file)
+{
+	static const char *const sanitizers[] = {"libtsan.", "libasan.", "libmsan.", "liblsan.",
+						 "libhwasan."};
+	const char *base = file ? strrchr(file, '/') : NULL;
+	base = base ? base + 1 : file ? file : "";
+	for (size_t i = 0; i < sizeof sanitizers / sizeof *sanitizers; i++)
+		if (!strncmp(base, sanitizers[i], strlen(sanitizers[i])))
+			return 1;
+	return 0;
+}
 
 static int connect_is_wrapped_after(void)
 {
 	Dl_info next, libc;
 	void *fn = dlsym(RTLD_NEXT, "connect");
 	if (!fn || !dladdr(fn, &next) || !dladdr((void *)gnu_get_libc_version, &libc) ||
-	    next.dli_fbase == libc.dli_fbase)
+	    next.dli_fbase == libc.dli_fbase || forwards_unchanged(next.dli_fname))
 		return 0;
 	atomic_store(&g_wrapped_by, next.dli_fname ? next.dli_fname : "a library");
 	return 1;

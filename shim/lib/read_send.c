@@ -346,7 +346,7 @@ static __attribute__((noinline)) ssize_t fastopen(const struct bs_config *cfg, i
 			bs_outcome_connected(&d, fd, now);
 		else if (r == -EINPROGRESS)
 			bs_outcome_started(cfg, fd, addr, len, key, now);
-		else if (bs_config_retries(cfg, (int)-r))
+		else if (bs_config_retries(cfg, (int)-r) && !bs_sock_error_is_final(fd, addr, (int)-r))
 			bs_outcome_failed_later(cfg, &d, now, (int)-r, UINT64_MAX);
 	}
 	return r;
@@ -417,10 +417,20 @@ static inline int unfollowed(int fd)
 	return unwatched(fd) ? 0 : unfollowed_watched(fd);
 }
 
+/* The same for a call on descriptors a and b (the same for one): with
+ * two, both must be open, as the kernel checks that first (EBADF). */
+static int unfollowed_pair(int a, int b)
+{
+	if (b == a || (unwatched(a) && unwatched(b)))
+		return unfollowed(a);
+	if (BS_SYS(SYS_fcntl, a, F_GETFD) < 0 || BS_SYS(SYS_fcntl, b, F_GETFD) < 0)
+		return 0;
+	int r = unfollowed(a);
+	return r ? r : unfollowed(b);
+}
+
 #define UNFOLLOWED(fd1, fd2, name, args)                             \
-	int r_ = unfollowed(fd1);                                         \
-	if (!r_ && (fd2) != (fd1))                                        \
-		r_ = unfollowed(fd2);                                     \
+	int r_ = unfollowed_pair(fd1, fd2);                               \
 	if (r_) {                                                         \
 		errno = -r_;                                              \
 		return -1;                                                \

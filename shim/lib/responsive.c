@@ -140,7 +140,7 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 			bs_outcome_connected(&d, fd, t0);
 			return 0;
 		}
-		if (!bs_config_retries(cfg, -r))
+		if (!bs_config_retries(cfg, -r) || bs_sock_error_is_final(fd, addr, -r))
 			return r;
 		bs_responsive_outcome(cfg, e, addr, len, -r);
 		bs_attempt_failed(&a, -r);

@@ -170,14 +170,11 @@ static int timeout_is_programs(int fd)
 
 static int never_routed(int fd, const struct sockaddr *addr)
 {
-	struct sockaddr_in in;
 	int v6only = 0;
 	socklen_t l = sizeof v6only;
-	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
-		return 0;
-	return bs_addr_never_routed(addr) ||
-	       (addr->sa_family == AF_INET6 && bs_addr_as_v4(addr, &in) &&
-		!sys_getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &l) && v6only);
+	if (addr && addr->sa_family == AF_INET6)
+		sys_getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &l);
+	return bs_addr_never_routed(addr, v6only);
 }
 
 int bs_sock_error_is_final(int fd, const struct sockaddr *addr, int err)

@@ -73,8 +73,7 @@ uint64_t bs_sock_sndtimeo_ns(int fd);
  *    net.ipv4.tcp_syn_retries (read once per process, only for a
  *    TCP_SYNCNT below the kernel's default of 6). The timeout is the
  *    program's, as SO_SNDTIMEO's is.
- *  - ENETUNREACH to an address no route reaches (bs_addr_never_routed), or
- *    an IPv4-mapped one on an IPV6_V6ONLY socket. */
+ *  - ENETUNREACH to an address no route reaches (bs_addr_never_routed). */
 int bs_sock_error_is_final(int fd, const struct sockaddr *addr, int err);
 
 enum bs_sock_outcome { BS_ATT_OK, BS_ATT_FAIL, BS_ATT_CUT, BS_ATT_PROG_TIMEOUT, BS_ATT_EINTR };

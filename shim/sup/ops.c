@@ -185,8 +185,9 @@ static void say_connected(const struct op *o, uint32_t failures)
 
 /* ---- the table ---- */
 
-/* At the first failure, the user's table, made if need be; the private
- * one that served until then holds no entry (only a failure claims one). */
+/* At the first claim (a connect the engine holds, or a failure), the
+ * user's table, made if need be; the private one that served until then
+ * holds no entry, since every claim comes here first. */
 static void share_from_now(struct bs_sup *s)
 {
 	int shared;

@@ -21,9 +21,8 @@ struct bs_config;
 
 /* The table (never NULL unless out of memory); *shared tells which: 1 the
  * user's, 0 a private one, or BS_SUP_TABLE_LATER: the user's does not
- * exist yet and `create` was 0, so a private one serves until the first
- * failure, which asks again with `create` (the library, too, makes the
- * table only at a failure). */
+ * exist yet and `create` was 0, so an empty private one serves until the
+ * engine first claims an entry, which asks again with `create`. */
 #define BS_SUP_TABLE_LATER (-1)
 struct bs_table *bs_sup_table(const struct bs_config *cfg, int create, int *shared);
 

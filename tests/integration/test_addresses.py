@@ -176,13 +176,15 @@ def test_an_address_no_route_reaches_fails_at_once():
     """TCP to multicast or the limited broadcast, or an IPv4-mapped address
     on an IPV6_V6ONLY socket: the kernel's ENETUNREACH at once, whatever the
     network does. The shim retried it until max_elapsed."""
-    env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s", BACKOFFSHIM_MAX_BACKOFF="1s",
-                   BACKOFFSHIM_MAX_ELAPSED="5s", BACKOFFSHIM_SHARED="off")
-    for fam, host, v6only in (("4", "224.0.0.1", "0"), ("4", "255.255.255.255", "0"),
-                              ("6", "ff02::1", "0"), ("6", "::ffff:127.0.0.1", "1")):
+    cases = (("4", "224.0.0.1", "0"), ("4", "255.255.255.255", "0"), ("6", "ff02::1", "0"),
+             ("6", "::ffff:127.0.0.1", "1"))
+    for policy, (fam, host, v6only) in [(p, c) for p in ("grpc", "responsive") for c in cases]:
+        env = shim_env(BACKOFFSHIM_INITIAL_BACKOFF="1s", BACKOFFSHIM_MAX_BACKOFF="1s",
+                       BACKOFFSHIM_MAX_ELAPSED="5s", BACKOFFSHIM_SHARED="off",
+                       BACKOFFSHIM_POLICY=policy)
         cmd = [sys.executable, "-c", NEVER_ROUTED, fam, host, v6only]
         rc, plain, _ = run(cmd, base_env())
         rc2, out, err = run(cmd, env)
         check(rc == rc2 == 0 and plain.split()[0] == out.split()[0],
-              "%s: %r with the shim, %r without; %s" % (host, out, plain, err[-300:]))
+              "%s (%s): %r with the shim, %r without; %s" % (host, policy, out, plain, err[-300:]))
         check_not_delayed(host, float(plain.split()[1]), float(out.split()[1]), 1.0)

@@ -63,3 +63,26 @@ def test_a_wrapper_loaded_before_the_shim_carries_its_retries():
               % (out, len(srv.accepts), log.lines[-4:]))
     finally:
         srv.close()
+
+
+def test_a_sanitizers_runtime_after_the_shim_leaves_it_on():
+    """A program built with ThreadSanitizer loads libtsan after any preload,
+    and libtsan defines connect(), which only forwards: the shim stays on
+    (it turned itself off). A copy of the wrapper named as the runtime,
+    with no redirection set, stands for it."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp()
+    tsan = os.path.join(d, "libtsan.so.2")
+    shutil.copy(REDIRECT, tsan)
+    port = free_port()
+    try:
+        env = _env(":".join(SHIM_LAST + [tsan]), 0, 0)
+        del env["REDIRECT_FROM"], env["REDIRECT_TO"]
+        rc, out, err = run([sys.executable, "-c", CONNECT, str(port)],
+                           dict(env, BACKOFFSHIM_MAX_ELAPSED="300ms"))
+        check(out == "111\n" and "is wrapped by" not in err and "(attempt 1)" in err,
+              "%r; %r" % (out, err[-400:]))
+    finally:
+        shutil.rmtree(d)
+

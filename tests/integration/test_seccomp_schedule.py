@@ -103,8 +103,8 @@ def test_a_go_program_and_a_preloaded_one_share_one_schedule():
     check(rc_c == 0 and "connected" in out_c, "python: rc=%d %r %r" % (rc_c, out_c, err_c[-300:]))
 
 
-def test_the_engine_makes_the_table_at_the_first_failure_as_the_library_does():
-    """A program that never fails makes no table under the engine either (it
+def test_the_engine_makes_the_table_when_it_first_needs_it():
+    """A program that never connects makes no table under the engine (it
     made one when it started); one that fails does."""
     cs = need(CSTATIC)
     env = engine_env()

@@ -78,3 +78,27 @@ def test_a_deferred_cancel_ends_a_connect_that_backs_off_at_once():
     shimmed = _joined_ms(shim_env(**slow), True)
     check(shimmed < plain + 4000, "joined after %.0f ms with the shim (its wait: 8 to 12 s), "
           "%.0f ms without" % (shimmed, plain))
+
+
+def test_a_jump_out_of_the_backoff_leaves_the_cancel_type_as_it_was():
+    """alarm(1) whose handler siglongjmps out of a blocking connect waiting
+    in the shim: the thread's cancel type stays deferred. The shim's wait
+    had made it asynchronous for the wait, and a jump out left it so: a
+    later pthread_cancel then killed the thread at any instruction."""
+    port = free_port()
+    rc, plain, _ = run([prog("signalwait"), "jumped", str(port)], base_env())
+    slow = dict(LONG, BACKOFFSHIM_INITIAL_BACKOFF="10s", BACKOFFSHIM_MAX_BACKOFF="10s")
+    rc2, out, err = run([prog("signalwait"), "jumped", str(port)], shim_env(**slow))
+    check(rc == rc2 == 0 and plain == out == "async=0\n", "%r with the shim, %r without; %s"
+          % (out, plain, err[-300:]))
+
+
+def test_a_mask_the_kernel_cannot_read_is_its_efault():
+    """ppoll with a mask pointer of 8 while a socket is parked: EFAULT, as
+    the kernel says. The shim read the mask itself, and the program died of
+    SIGSEGV."""
+    port = free_port()
+    rc, plain, _ = run([prog("signalwait"), "badmask", str(port)], base_env())
+    rc2, out, err = run([prog("signalwait"), "badmask", str(port)], shim_env(**LONG))
+    check(rc == rc2 == 0 and plain == out == "ppoll=-1 EFAULT\n",
+          "rc=%d %r with the shim, %r without; %s" % (rc2, out, plain, err[-300:]))

@@ -19,6 +19,10 @@
  *   cancel    a thread loops on blocking connects to PORT; once a line is
  *             read from stdin, it is cancelled (deferred) and joined:
  *             "joined ms=N"
+ *   jumped    alarm(1), whose handler siglongjmps out of a blocking
+ *             connect to PORT (or out of the pause that follows one that
+ *             failed): "async=N", the thread's cancel type then
+ *   badmask   as ppoll, but the mask pointer is 8: "ppoll=R ERRNAME"
  * Exit 0, or 2 on bad usage or a setup failure.
  */
 #include <arpa/inet.h>
@@ -26,6 +30,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -163,6 +168,48 @@ static int cancelled(void)
 	return 0;
 }
 
+static sigjmp_buf out;
+
+static void jump_out(int sig)
+{
+	(void)sig;
+	siglongjmp(out, 1);
+}
+
+static int jumped(void)
+{
+	struct sigaction sa = {.sa_handler = jump_out};
+	sigaction(SIGALRM, &sa, NULL);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0)
+		return 2;
+	if (!sigsetjmp(out, 1)) {
+		alarm(1);
+		connect(s, (struct sockaddr *)&dead, sizeof dead);
+		for (;;)
+			pause();
+	}
+	int type;
+	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
+	printf("async=%d\n", type == PTHREAD_CANCEL_ASYNCHRONOUS);
+	return 0;
+}
+
+static int bad_mask(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return 2;
+	connect(s, (struct sockaddr *)&dead, sizeof dead);
+	struct pollfd one = {s, POLLOUT, 0};
+	if (poll(&one, 1, 300) > 0)
+		one.fd = -1; /* refused: only a parked socket is still watched */
+	struct timespec ts = {0, 100000000};
+	int r = ppoll(&one, 1, &ts, (const sigset_t *)8);
+	printf("ppoll=%d %s\n", r, r < 0 ? strerrorname_np(errno) : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -175,5 +222,9 @@ int main(int argc, char **argv)
 		return reset_handler();
 	if (!strcmp(argv[1], "cancel"))
 		return cancelled();
+	if (!strcmp(argv[1], "jumped"))
+		return jumped();
+	if (!strcmp(argv[1], "badmask"))
+		return bad_mask();
 	return masked_wait(argv[1]);
 }

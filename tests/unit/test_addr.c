@@ -75,20 +75,25 @@ static void test_addresses_no_route_reaches(void **state)
 	static const char *const routed6[] = {"::1", "fe80::1", "2001:db8::1", "::ffff:127.0.0.1"};
 	for (size_t i = 0; i < sizeof never4 / sizeof *never4; i++) {
 		struct sockaddr_in a = v4(never4[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 1);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 1);
 	}
 	for (size_t i = 0; i < sizeof routed4 / sizeof *routed4; i++) {
 		struct sockaddr_in a = v4(routed4[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 0);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 0);
 	}
 	for (size_t i = 0; i < sizeof never6 / sizeof *never6; i++) {
 		struct sockaddr_in6 a = v6(never6[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 1);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 1);
 	}
 	for (size_t i = 0; i < sizeof routed6 / sizeof *routed6; i++) {
 		struct sockaddr_in6 a = v6(routed6[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a), 0);
+		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 0);
 	}
+	/* an IPv4-mapped address from an IPV6_V6ONLY socket; a real v6 one is routed */
+	struct sockaddr_in6 mapped = v6("::ffff:127.0.0.1", 80), one = v6("::1", 80);
+	assert_int_equal(bs_addr_never_routed((struct sockaddr *)&mapped, 1), 1);
+	assert_int_equal(bs_addr_never_routed((struct sockaddr *)&one, 1), 0);
+	assert_int_equal(bs_addr_never_routed(NULL, 0), 0);
 }
 
 static void test_v4_key_exact(void **state)
