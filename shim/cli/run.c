@@ -406,10 +406,11 @@ int bs_cli_engine(const char *sub, const char *v)
 	return -1;
 }
 
-static int run_main(int argc, char **argv)
+/* run's options: -1 with the command at argv[optind], else the exit
+ * status (BS_EXIT_USAGE for a usage error). */
+static int run_options(int argc, char **argv, enum engine *engine)
 {
 	struct option longopts[BS_CLI_SETTINGS + 4];
-	enum engine engine = AUTO;
 	bs_cli_setting_options(longopts);
 	longopts[BS_CLI_SETTINGS] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
 	longopts[BS_CLI_SETTINGS + 1] = (struct option){"engine", required_argument, NULL, OPT_ENGINE};
@@ -427,7 +428,7 @@ static int run_main(int argc, char **argv)
 			int e = bs_cli_engine("run", optarg);
 			if (e < 0)
 				return BS_EXIT_USAGE;
-			engine = (enum engine)e;
+			*engine = (enum engine)e;
 		} else if (c == 'h') {
 			fputs(help_text, stdout);
 			return 0;
@@ -437,9 +438,15 @@ static int run_main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return bs_cli_usage("run", "missing the command to run (run [OPTIONS] -- CMD [ARGS...])");
+	return -1;
+}
 
-	if (choose_engine(argv[optind], engine) == SECCOMP)
-		return run_seccomp(argv + optind);
+/* The command run by the engine: the status to exit with (the
+ * program's own under the seccomp engine; the preload engine execs). */
+static int run_command(char **argv, enum engine engine)
+{
+	if (choose_engine(argv[0], engine) == SECCOMP)
+		return run_seccomp(argv);
 	char lib[PATH_MAX];
 	if (bs_cli_find_library(bs_cli_argv0, lib, 1))
 		return EXIT_RUN_ERROR;
@@ -452,14 +459,17 @@ static int run_main(int argc, char **argv)
 		fprintf(stderr, "backoffshim run: cannot set LD_PRELOAD: %s\n", strerror(errno));
 		return EXIT_RUN_ERROR;
 	}
-	execvp(argv[optind], argv + optind);
+	execvp(argv[0], argv);
 	int err = errno;
-	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[optind], strerror(err));
+	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[0], strerror(err));
 	return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 }
 
 int bs_cmd_run(int argc, char **argv)
 {
-	int r = run_main(argc, argv);
-	return r == BS_EXIT_USAGE ? EXIT_RUN_ERROR : r;
+	enum engine engine = AUTO;
+	int r = run_options(argc, argv, &engine);
+	if (r >= 0) /* (run's own usage errors are 125, as env's are) */
+		return r == BS_EXIT_USAGE ? EXIT_RUN_ERROR : r;
+	return run_command(argv + optind, engine);
 }

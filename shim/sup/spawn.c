@@ -163,7 +163,7 @@ static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
 struct loop {
 	int ep, sigfd, pidfd, listener;
 	pid_t child;
-	int status, exited, listener_gone;
+	int status, signo, exited, listener_gone; /* (signo: the one that killed it) */
 	struct bs_sup *sup;
 };
 
@@ -198,6 +198,7 @@ static void reap(struct loop *l)
 		return;
 	}
 	l->exited = 1;
+	l->signo = si.si_code == CLD_EXITED ? 0 : si.si_status;
 	l->status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, l->pidfd, NULL);
 }
@@ -327,5 +328,5 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	close(sv[0]);
 	run_loop(&l);
 	bs_guard_stop(guard);
-	return end_like(l.status, l.status > 128 ? l.status - 128 : 0);
+	return end_like(l.status, l.signo);
 }

@@ -1289,3 +1289,15 @@ def test_do_no_harm():
             ls.close()
         for th in ths:
             th.join(2)
+
+
+def test_the_engine_ends_with_the_programs_exit_status():
+    """sh -c 'exit N' under the engine: the status sh gives without it. 2
+    became 125 (taken for run's own usage error), and a status above 128
+    was taken for a death by signal N - 128, which the supervisor then
+    raised on itself: 130 said SIGINT, 147 left it stopped (SIGSTOP), so a
+    parent that waits without WUNTRACED hung."""
+    for n in (0, 2, 7, 125, 130, 137, 143, 147, 148, 255):
+        cmd = ["sh", "-c", "exit %d" % n]
+        rc, _, err = run([CLI, "run", "--engine", "seccomp", "--"] + cmd, base_env(), timeout=15)
+        check(rc == n and "warning" not in err, "exit %d: %d under the engine; %s" % (n, rc, err[-300:]))
