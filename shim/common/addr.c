@@ -40,6 +40,12 @@ int bs_addr_never_routed(const struct sockaddr *addr, int v6only)
 	return ((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr.s6_addr[0] == 0xff;
 }
 
+int bs_addr_answered_at_once(const struct sockaddr *addr, int domain, int tcp_state)
+{
+	enum { CLOSED = 7 }; /* (the kernel's TCP_CLOSE) */
+	return (domain > 0 && domain != addr->sa_family) || (tcp_state >= 0 && tcp_state != CLOSED);
+}
+
 enum bs_addr_kind bs_addr_kind(const struct sockaddr *addr, socklen_t len)
 {
 	if (!bs_addr_plausible(addr) || len < (socklen_t)sizeof(sa_family_t))

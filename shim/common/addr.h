@@ -44,6 +44,13 @@ int bs_addr_as_v4(const struct sockaddr *addr, struct sockaddr_in *in);
  * but AF_INET and AF_INET6 (NULL too). */
 int bs_addr_never_routed(const struct sockaddr *addr, int v6only);
 
+/* Would the kernel answer a connect of a socket to addr at once, whatever
+ * the destination does: a socket of another family (`domain`, SO_DOMAIN;
+ * <= 0: not known) gets EINVAL or EAFNOSUPPORT, a TCP socket that is not
+ * closed (`tcp_state`, tcp_info's; < 0: not known) EISCONN or EALREADY?
+ * No such connect is made to wait. */
+int bs_addr_answered_at_once(const struct sockaddr *addr, int domain, int tcp_state);
+
 /* The destination key, or 0 when addr is not a destination we key. */
 uint64_t bs_addr_key(const struct sockaddr *addr, socklen_t len);
 /* The key of the same address with port 0: the host alone (for a lookup

@@ -49,6 +49,19 @@ uint64_t bs_timeout_sndtimeo(const struct timeval *tv)
 	return tv->tv_sec || tv->tv_usec ? bs_timeout_deadline_tv(0, tv) : BS_TIMEOUT_NONE;
 }
 
+int bs_timeout_bound_is_programs(int user, int syncnt, int (*host)(void))
+{
+	return user > 0 || (syncnt > 0 && syncnt < 6 && syncnt < host());
+}
+
+int bs_timeout_syn_retries(const char *buf, long n)
+{
+	int v = 0;
+	for (long i = 0; i < n && i < 8 && buf[i] >= '0' && buf[i] <= '9'; i++)
+		v = v * 10 + (buf[i] - '0');
+	return v > 0 && v < 256 ? v : 6;
+}
+
 uint64_t bs_timeout_left(uint64_t now, uint64_t until)
 {
 	if (until == BS_TIMEOUT_NONE)

@@ -39,6 +39,16 @@ uint64_t bs_timeout_deadline_tv(uint64_t now, const struct timeval *tv);
  * timeval: none; one too large for 64 bits saturates to none). */
 uint64_t bs_timeout_sndtimeo(const struct timeval *tv);
 
+/* Does a handshake's ETIMEDOUT come from the program's own bound on it:
+ * TCP_USER_TIMEOUT `user` set, or a TCP_SYNCNT `syncnt` below the host's
+ * net.ipv4.tcp_syn_retries (asked of `host` only for a TCP_SYNCNT below
+ * the kernel's default of 6: the value of a socket the program left
+ * alone)? Then the timeout is the program's, as SO_SNDTIMEO's is. */
+int bs_timeout_bound_is_programs(int user, int syncnt, int (*host)(void));
+/* net.ipv4.tcp_syn_retries from the n bytes of its file in buf (n < 0:
+ * unread): 6, the kernel's default, unless a number in 1..255 is there. */
+int bs_timeout_syn_retries(const char *buf, long n);
+
 /* The ns left from now until `until` (0 if passed; BS_TIMEOUT_NONE stays
  * none). */
 uint64_t bs_timeout_left(uint64_t now, uint64_t until);

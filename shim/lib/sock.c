@@ -100,13 +100,10 @@ int bs_sock_is_blocking_stream(int fd)
 
 int bs_sock_answers_at_once(int fd, const struct sockaddr *addr)
 {
-	int domain = sol_int(fd, SO_DOMAIN);
-	if (domain > 0 && domain != addr->sa_family)
-		return 1;
-	enum { CLOSED = 7 }; /* (the kernel's TCP_CLOSE) */
-	uint8_t state = CLOSED; /* (tcp_info's first byte) */
+	uint8_t state; /* (tcp_info's first byte) */
 	socklen_t l = sizeof state;
-	return !sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &state, &l) && state != CLOSED;
+	int tcp = !sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &state, &l);
+	return bs_addr_answered_at_once(addr, sol_int(fd, SO_DOMAIN), tcp ? state : -1);
 }
 
 int bs_sock_take_error(int fd)
@@ -133,8 +130,7 @@ int bs_sock_peer_is(int fd, uint64_t key)
 	return r == -ENOTCONN;
 }
 
-/* net.ipv4.tcp_syn_retries, read once (6, the kernel's default, if it
- * cannot be): the TCP_SYNCNT of a socket the program left alone. */
+/* net.ipv4.tcp_syn_retries, read once (bs_timeout_syn_retries). */
 static int host_syn_retries(void)
 {
 	static _Atomic int known;
@@ -149,23 +145,18 @@ static int host_syn_retries(void)
 		n = BS_SYS(SYS_read, fd, buf, sizeof buf - 1);
 		BS_SYS(SYS_close, fd);
 	}
-	v = 0;
-	for (long i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
-		v = v * 10 + (buf[i] - '0');
-	v = v > 0 && v < 256 ? v : 6;
+	v = bs_timeout_syn_retries(buf, n);
 	atomic_store_explicit(&known, v, memory_order_relaxed);
 	return v;
 }
 
 static int timeout_is_programs(int fd)
 {
-	int v = 0;
-	socklen_t l = sizeof v;
-	if (!sys_getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &l) && v > 0)
-		return 1;
-	l = sizeof v;
-	return !sys_getsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &v, &l) && v > 0 && v < 6 &&
-	       v < host_syn_retries();
+	int user = 0, syncnt = 0;
+	socklen_t l = sizeof user, m = sizeof syncnt;
+	sys_getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, &l);
+	sys_getsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &syncnt, &m);
+	return bs_timeout_bound_is_programs(user, syncnt, host_syn_retries);
 }
 
 static int never_routed(int fd, const struct sockaddr *addr)

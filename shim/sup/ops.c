@@ -459,6 +459,38 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 
 /* ---- outcomes ---- */
 
+static int host_syn_retries(void)
+{
+	static int known;
+	if (!known) {
+		char buf[16];
+		int fd = open("/proc/sys/net/ipv4/tcp_syn_retries", O_RDONLY | O_CLOEXEC);
+		long n = fd >= 0 ? read(fd, buf, sizeof buf) : -1;
+		if (fd >= 0)
+			close(fd);
+		known = bs_timeout_syn_retries(buf, n);
+	}
+	return known;
+}
+
+/* The library's bs_sock_error_is_final, asked of the engine's duplicate:
+ * the program's own handshake bound, or an address no route reaches. */
+static int final_error(const struct op *o, int err)
+{
+	int a = 0, b = 0;
+	socklen_t l = sizeof a, m = sizeof b;
+	if (err == ETIMEDOUT) {
+		getsockopt(o->dup, IPPROTO_TCP, TCP_USER_TIMEOUT, &a, &l);
+		getsockopt(o->dup, IPPROTO_TCP, TCP_SYNCNT, &b, &m);
+		return bs_timeout_bound_is_programs(a, b, host_syn_retries);
+	}
+	if (err != ENETUNREACH)
+		return 0;
+	if (o->addr.ss_family == AF_INET6)
+		getsockopt(o->dup, IPPROTO_IPV6, IPV6_V6ONLY, &a, &l);
+	return bs_addr_never_routed((const struct sockaddr *)&o->addr, a);
+}
+
 static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 {
 	o->phase = WAITING;
@@ -489,7 +521,7 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 		err = ETIMEDOUT;
 	}
 	reset_socket(o);
-	if (!bs_config_retries(o->cfg, err)) {
+	if (!bs_config_retries(o->cfg, err) || final_error(o, err)) {
 		bs_budget_stop(&o->a.b, BS_STOP_NOT_RETRYABLE);
 		owe(s, o, err, now);
 		return;
@@ -635,9 +667,26 @@ static void pace(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 	let_through(s, id);
 }
 
-/* A new connect of a TCP socket: held (blocking), deferred (Go) or paced. */
+/* The library's bs_sock_answers_at_once, asked of the engine's duplicate. */
+static int answered_at_once(const struct op *o)
+{
+	uint8_t state; /* (tcp_info's first byte) */
+	int domain = 0;
+	socklen_t l = sizeof state, m = sizeof domain;
+	int tcp = getsockopt(o->dup, IPPROTO_TCP, TCP_INFO, &state, &l) == 0;
+	getsockopt(o->dup, SOL_SOCKET, SO_DOMAIN, &domain, &m);
+	return bs_addr_answered_at_once((const struct sockaddr *)&o->addr, domain, tcp ? state : -1);
+}
+
+/* A new connect of a TCP socket: held (blocking), deferred (Go) or paced;
+ * one the kernel answers at once goes to it. */
 static void take(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 {
+	if (answered_at_once(o)) {
+		let_through(s, id);
+		op_free(s, o);
+		return;
+	}
 	int nonblocking = fcntl(o->dup, F_GETFL) & O_NONBLOCK;
 	int mode = o->cfg->nonblocking;
 	if (nonblocking && mode == BS_NB_OFF) {

@@ -266,3 +266,52 @@ def test_a_program_that_sandboxes_itself_keeps_its_sandbox():
         engine = run(under("seccomp", cmd), engine_env())
     check(plain[0] == 0 and plain[1] == "parent: EACCES\nchild: EACCES\n", "plain: %r" % (plain,))
     check(engine[:2] == plain[:2], "under the engine: %r (plain %r)" % (engine[:2], plain[:2]))
+
+
+def test_a_connect_the_kernel_answers_at_once_goes_to_it_under_the_engine():
+    """tests/progs/answered under the engine, the destination backing off:
+    a connected blocking socket gets EISCONN at once and keeps its peer (the
+    engine held it to max_elapsed, then reset it: the program's connection
+    was gone); an IPv4 address on an IPv6 socket gets EINVAL at once."""
+    for case, want in (("connected", "connect=-1 EISCONN peer=live\n"),
+                       ("family", "connect=-1 EINVAL peer=none\n")):
+        outs = []
+        for cmd_of, env in ((lambda c: c, base_env()),
+                            (lambda c: under("seccomp", c), engine_env(
+                                BACKOFFSHIM_INITIAL_BACKOFF="5s", BACKOFFSHIM_MAX_BACKOFF="5s",
+                                BACKOFFSHIM_SHARED="off"))):
+            live = free_port()
+            with Server(live).start():
+                t0 = time.monotonic()
+                rc, out, err = run(cmd_of([prog("answered"), case, str(free_port()), str(live)]),
+                                   env)
+                outs.append((out, time.monotonic() - t0, err))
+        (plain, pt, _), (out, t, err) = outs
+        check(plain == out == want and t < pt + 1.0, "%s: %r in %.1fs under the engine, %r in "
+              "%.1fs without; %s" % (case, out, t, plain, pt, err[-300:]))
+
+
+NEVER_ROUTED = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+if sys.argv[2] == "1":
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+t0 = time.monotonic()
+print(s.connect_ex((sys.argv[1], 80)), "%.3f" % (time.monotonic() - t0))
+"""
+
+
+def test_an_address_no_route_reaches_fails_at_once_under_the_engine():
+    """Multicast, the limited broadcast, an IPv4-mapped address on an
+    IPV6_V6ONLY socket: ENETUNREACH at once, as without the engine, which
+    retried it to max_elapsed."""
+    env = engine_env(BACKOFFSHIM_INITIAL_BACKOFF="1s", BACKOFFSHIM_MAX_BACKOFF="1s",
+                     BACKOFFSHIM_MAX_ELAPSED="5s", BACKOFFSHIM_SHARED="off")
+    for host, v6only in (("224.0.0.1", "0"), ("255.255.255.255", "0"), ("ff02::1", "0"),
+                         ("::ffff:127.0.0.1", "1")):
+        cmd = ["python3", "-c", NEVER_ROUTED, host, v6only]
+        _, plain, _ = run(cmd, base_env())
+        _, out, err = run(under("seccomp", cmd), env)
+        check(plain.split()[0] == out.split()[0] and
+              float(out.split()[1]) < float(plain.split()[1]) + 0.5,
+              "%s: %r under the engine, %r without; %s" % (host, out, plain, err[-300:]))

@@ -96,6 +96,22 @@ static void test_addresses_no_route_reaches(void **state)
 	assert_int_equal(bs_addr_never_routed(NULL, 0), 0);
 }
 
+static void test_connects_the_kernel_answers_at_once(void **state)
+{
+	(void)state;
+	struct sockaddr_in a = v4("127.0.0.1", 80);
+	struct sockaddr_in6 b = v6("::1", 80);
+	const struct sockaddr *four = (struct sockaddr *)&a, *six = (struct sockaddr *)&b;
+	assert_int_equal(bs_addr_answered_at_once(four, AF_INET, 7), 0);  /* closed */
+	assert_int_equal(bs_addr_answered_at_once(six, AF_INET6, 7), 0);
+	assert_int_equal(bs_addr_answered_at_once(four, AF_INET6, 7), 1); /* EINVAL */
+	assert_int_equal(bs_addr_answered_at_once(six, AF_INET, 7), 1);  /* EAFNOSUPPORT */
+	assert_int_equal(bs_addr_answered_at_once(four, AF_INET, 1), 1);  /* established */
+	assert_int_equal(bs_addr_answered_at_once(four, AF_INET, 10), 1); /* listening */
+	assert_int_equal(bs_addr_answered_at_once(four, AF_INET, 2), 1);  /* connecting */
+	assert_int_equal(bs_addr_answered_at_once(four, 0, -1), 0);       /* nothing known */
+}
+
 static void test_v4_key_exact(void **state)
 {
 	(void)state;
@@ -547,6 +563,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_addresses_no_route_reaches),
+		cmocka_unit_test(test_connects_the_kernel_answers_at_once),
 		cmocka_unit_test(test_v4_key_exact),
 		cmocka_unit_test(test_v4_key_inline),
 		cmocka_unit_test(test_unreadable_pointers_are_not_read),

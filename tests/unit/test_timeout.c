@@ -39,6 +39,32 @@ static void test_deadlines(void **state)
 	assert_true(bs_timeout_deadline_tv(NOW, NULL) == BS_TIMEOUT_NONE);
 }
 
+static int host_four(void)
+{
+	return 4;
+}
+
+static int host_never_asked(void)
+{
+	fail();
+	return 0;
+}
+
+static void test_the_programs_handshake_bound(void **state)
+{
+	(void)state;
+	assert_int_equal(bs_timeout_bound_is_programs(300, 0, host_never_asked), 1);
+	assert_int_equal(bs_timeout_bound_is_programs(0, 1, host_four), 1);
+	assert_int_equal(bs_timeout_bound_is_programs(0, 4, host_four), 0); /* the host's own */
+	assert_int_equal(bs_timeout_bound_is_programs(0, 6, host_never_asked), 0);
+	assert_int_equal(bs_timeout_bound_is_programs(0, 0, host_never_asked), 0);
+	assert_int_equal(bs_timeout_syn_retries("3\n", 2), 3);
+	assert_int_equal(bs_timeout_syn_retries("", -1), 6);
+	assert_int_equal(bs_timeout_syn_retries("0\n", 2), 6);
+	assert_int_equal(bs_timeout_syn_retries("999\n", 4), 6);
+	assert_int_equal(bs_timeout_syn_retries("x", 1), 6);
+}
+
 static void test_a_sockets_send_timeout(void **state)
 {
 	(void)state;
@@ -108,6 +134,7 @@ int main(void)
 		cmocka_unit_test(test_validity_follows_the_kernel),
 		cmocka_unit_test(test_deadlines),
 		cmocka_unit_test(test_a_sockets_send_timeout),
+		cmocka_unit_test(test_the_programs_handshake_bound),
 		cmocka_unit_test(test_huge_timeouts_saturate_to_none),
 		cmocka_unit_test(test_left),
 		cmocka_unit_test(test_conversions_never_shorten),
