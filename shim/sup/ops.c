@@ -66,6 +66,7 @@ struct op {
 	int window_probe; /* WATCH: inside the window, its failure folds */
 	int tried;        /* the engine made an attempt of its own on it */
 	int guarded;      /* the guard holds it (guard.h) */
+	int left;         /* the program left its connect behind (left_behind) */
 	unsigned looks;   /* WATCH: looks at a connect not made yet */
 	int owed;
 	uint32_t gen;     /* the ring tag's generation */
@@ -405,6 +406,10 @@ static void start_attempt(struct bs_sup *s, struct op *o, struct bs_entry *e, ui
 static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 {
 	uint64_t longest = bs_policy_longest_wait(&o->cfg->policy);
+	if (o->left) { /* (between two attempts: the last one's error) */
+		owe(s, o, o->a.last_err ? o->a.last_err : ECONNREFUSED, now);
+		return;
+	}
 	for (int tries = 0; tries < 8; tries++) {
 		struct bs_entry *e = entry(s, o, now);
 		if (!e) {
@@ -519,6 +524,10 @@ static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)
 			return;
 		}
 		err = ETIMEDOUT;
+	}
+	if (o->left) { /* the program moved on: its socket is its own */
+		owe(s, o, err, now);
+		return;
 	}
 	reset_socket(o);
 	if (!bs_config_retries(o->cfg, err) || final_error(o, err)) {
@@ -729,6 +738,27 @@ static void join(struct bs_sup *s, struct op *o, uint64_t id, pid_t tid)
 	}
 }
 
+/* A connect on a socket the engine follows, to AF_UNSPEC (the program
+ * dissolves the association) or to another destination: the program
+ * leaves the engine's connect behind, and the call is the kernel's. A
+ * connect another thread holds in the engine ends at its attempt's end
+ * with that attempt's error, unretried; anything else is forgotten. */
+static int left_behind(struct bs_sup *s, struct op *o, const struct seccomp_notif *n)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = (socklen_t)n->data.args[2];
+	if (len < sizeof ss.ss_family || len > sizeof ss ||
+	    bs_proc_read((pid_t)n->pid, n->data.args[1], &ss, len) != 0 ||
+	    (ss.ss_family != AF_UNSPEC && bs_addr_key((const struct sockaddr *)&ss, len) == o->key))
+		return 0;
+	let_through(s, n->id);
+	if (o->notif && still_waiting(s, o->notif))
+		o->left = 1;
+	else
+		op_free(s, o);
+	return 1;
+}
+
 static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 {
 	pid_t tid = (pid_t)n->pid;
@@ -736,7 +766,8 @@ static void on_connect(struct bs_sup *s, const struct seccomp_notif *n)
 	socklen_t len = (socklen_t)n->data.args[2];
 	struct op *o = op_of(s, tid, fd);
 	if (o) {
-		join(s, o, n->id, tid);
+		if (!left_behind(s, o, n))
+			join(s, o, n->id, tid);
 		return;
 	}
 	struct sockaddr_storage ss;

@@ -315,3 +315,19 @@ def test_an_address_no_route_reaches_fails_at_once_under_the_engine():
         check(plain.split()[0] == out.split()[0] and
               float(out.split()[1]) < float(plain.split()[1]) + 0.5,
               "%s: %r under the engine, %r without; %s" % (host, out, plain, err[-300:]))
+
+
+def test_dissolving_a_socket_the_engine_follows_is_the_kernels_at_once():
+    """A blocking connect the program's alarm interrupts (the engine held
+    it), then connect(AF_UNSPEC): 0 at once, as the kernel says. The engine
+    took the call for the interrupted connect restarted, held it and
+    answered the refusal at max_elapsed."""
+    port = free_port()
+    cmd = [prog("answered"), "unspec", str(port), "0"]
+    _, plain, _ = run(cmd, base_env())
+    _, out, err = run(under("seccomp", cmd), engine_env(BACKOFFSHIM_MAX_ELAPSED="3s",
+                                                        BACKOFFSHIM_SHARED="off"))
+    check(plain.startswith("unspec=0  ms=") and out.startswith("unspec=0  ms=") and
+          int(out.split("ms=")[1]) < int(plain.split("ms=")[1]) + 500,
+          "%r under the engine, %r without; %s" % (out, plain, err[-300:]))
+

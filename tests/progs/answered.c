@@ -10,16 +10,21 @@
  *   nb_connected  non-blocking, connected to LIVE first (polled 2 s)
  *   family        an AF_INET6 socket, given the AF_INET address
  * "connect=R ERRNAME peer=P" (P: live, none, or getpeername's port).
+ *   unspec        a blocking connect to DEAD that alarm(1) may interrupt
+ *                 (a handler without SA_RESTART), then connect(AF_UNSPEC):
+ *                 "unspec=R ERRNAME ms=N" (N: that call's time)
  * Exit 0, or 2 on bad usage or a setup failure.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static struct sockaddr_in at(const char *port)
@@ -38,11 +43,37 @@ static int connected_to(struct sockaddr_in live, int flags)
 	return s;
 }
 
+static void nothing(int sig)
+{
+	(void)sig;
+}
+
+static int unspec_after_alarm(struct sockaddr_in dead)
+{
+	struct sigaction sa = {.sa_handler = nothing};
+	sigaction(SIGALRM, &sa, NULL);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	alarm(1);
+	connect(s, (struct sockaddr *)&dead, sizeof dead);
+	alarm(0);
+	struct sockaddr none = {.sa_family = AF_UNSPEC};
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int r = connect(s, &none, sizeof(struct sockaddr_in));
+	int e = errno;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("unspec=%d %s ms=%ld\n", r, r ? strerrorname_np(e) : "",
+	       (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 4)
 		return 2;
 	struct sockaddr_in dead = at(argv[2]), live = at(argv[3]);
+	if (!strcmp(argv[1], "unspec"))
+		return unspec_after_alarm(dead);
 	int first = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	connect(first, (struct sockaddr *)&dead, sizeof dead);
 	struct pollfd p = {first, POLLOUT, 0};
