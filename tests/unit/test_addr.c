@@ -64,31 +64,31 @@ static int cmp_u64(const void *a, const void *b)
 
 /* IPv4 keys are exact: the address and port are recoverable, every
  * (address, port) pair gets its own key, and sin_zero does not matter. */
+static void check_routed(const char *const *ips, size_t n, int want)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sockaddr_in a4;
+		struct sockaddr_in6 a6;
+		const struct sockaddr *a = (const struct sockaddr *)&a4;
+		if (strchr(ips[i], ':'))
+			a6 = v6(ips[i], 80), a = (const struct sockaddr *)&a6;
+		else
+			a4 = v4(ips[i], 80);
+		assert_int_equal(bs_addr_never_routed(a, 0), want);
+	}
+}
+
 static void test_addresses_no_route_reaches(void **state)
 {
 	(void)state;
-	static const char *const never4[] = {"224.0.0.1", "239.255.255.250", "255.255.255.255"};
-	static const char *const routed4[] = {"127.0.0.1", "10.0.0.1", "223.255.255.255",
-					      "240.0.0.1", "192.168.1.255"};
-	static const char *const never6[] = {"ff02::1", "ff0e::1", "::ffff:224.0.0.1",
-					     "::ffff:255.255.255.255"};
-	static const char *const routed6[] = {"::1", "fe80::1", "2001:db8::1", "::ffff:127.0.0.1"};
-	for (size_t i = 0; i < sizeof never4 / sizeof *never4; i++) {
-		struct sockaddr_in a = v4(never4[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 1);
-	}
-	for (size_t i = 0; i < sizeof routed4 / sizeof *routed4; i++) {
-		struct sockaddr_in a = v4(routed4[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 0);
-	}
-	for (size_t i = 0; i < sizeof never6 / sizeof *never6; i++) {
-		struct sockaddr_in6 a = v6(never6[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 1);
-	}
-	for (size_t i = 0; i < sizeof routed6 / sizeof *routed6; i++) {
-		struct sockaddr_in6 a = v6(routed6[i], 80);
-		assert_int_equal(bs_addr_never_routed((struct sockaddr *)&a, 0), 0);
-	}
+	static const char *const never[] = {"224.0.0.1", "239.255.255.250", "255.255.255.255",
+					    "ff02::1", "ff0e::1", "::ffff:224.0.0.1",
+					    "::ffff:255.255.255.255"};
+	static const char *const routed[] = {"127.0.0.1", "10.0.0.1", "223.255.255.255",
+					     "240.0.0.1", "192.168.1.255", "::1", "fe80::1",
+					     "2001:db8::1", "::ffff:127.0.0.1"};
+	check_routed(never, sizeof never / sizeof *never, 1);
+	check_routed(routed, sizeof routed / sizeof *routed, 0);
 	/* an IPv4-mapped address from an IPV6_V6ONLY socket; a real v6 one is routed */
 	struct sockaddr_in6 mapped = v6("::ffff:127.0.0.1", 80), one = v6("::1", 80);
 	assert_int_equal(bs_addr_never_routed((struct sockaddr *)&mapped, 1), 1);
