@@ -111,8 +111,13 @@ static uint64_t interrupting(unsigned long flags)
 
 void bs_intr_begin(struct bs_intr *in, int has_timeout)
 {
-	in->has_timeout = has_timeout;
-	in->resetting = has_timeout ? 0 : interrupting(SA_RESETHAND);
+	*in = (struct bs_intr){.has_timeout = has_timeout, .noted = has_timeout};
+}
+
+void bs_intr_before_wait(struct bs_intr *in)
+{
+	if (!in->noted)
+		in->resetting = interrupting(SA_RESETHAND), in->noted = 1;
 }
 
 int bs_intr_returns_eintr(const struct bs_intr *in)

@@ -70,10 +70,14 @@ void bs_futex_shared(void);
  * SO_SNDTIMEO being set, in which case the kernel never restarts
  * connect(). */
 struct bs_intr {
-	int has_timeout;
+	int has_timeout, noted;
 	uint64_t resetting; /* bit n-1: signal n's handler resets, lacks SA_RESTART */
 };
+/* At the call's start: no system call. Before each wait: the resetting
+ * handlers are read once per call (64 rt_sigaction), after what comes
+ * first, such as publishing a failure, which other threads wait for. */
 void bs_intr_begin(struct bs_intr *in, int has_timeout);
+void bs_intr_before_wait(struct bs_intr *in);
 int bs_intr_returns_eintr(const struct bs_intr *in);
 
 #endif

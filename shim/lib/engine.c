@@ -155,6 +155,8 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	atomic_fetch_add(&c->e->waiting, 1);
 	bs_shared_wait_begins(c->e);
 	atomic_store(&c->in_wait, 1);
+	if (!c->op)
+		bs_intr_before_wait(&c->intr);
 	int r = bs_wait_cancellable((const uint32_t *)&c->e->seq, seq, until);
 	stop_waiting(c);
 	still_open(c);

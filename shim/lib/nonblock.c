@@ -163,7 +163,7 @@ static int nb_round(const struct bs_config *cfg, int fd, const struct bs_dest *d
 	}
 	uint64_t end = bs_min_u64(a0 + bs_policy_attempt_timeout(&cfg->policy, delay),
 				  bs_budget_end(&a->b));
-	static const struct bs_intr any_signal = {1, 0}; /* (ends a readiness call) */
+	static const struct bs_intr any_signal = {.has_timeout = 1}; /* (ends a readiness call) */
 	switch (bs_sock_attempt(fd, d->addr, d->len, end, 0, &any_signal, err)) {
 	case BS_ATT_OK:
 		*err = 0;

@@ -81,6 +81,7 @@ static int pause_until(struct bs_entry *e, uint64_t until, int has_tv)
 	uint64_t from = bs_now();
 	struct bs_intr intr;
 	bs_intr_begin(&intr, has_tv);
+	bs_intr_before_wait(&intr);
 	for (int i = 0; i < 1000 && bs_now() < until; i++)
 		if (bs_wait_cancellable(&word, 0, until) == EINTR && bs_intr_returns_eintr(&intr))
 			return EINTR;

@@ -52,7 +52,8 @@ def test_eight_threads_are_one_destination():
     with SynSniffer(port) as sn:
         from lib import spawn, finish
         p = spawn(cmd, shim_env())
-        check(sn.wait_for(5, 5) >= 5, "too few SYNs")
+        # (up to 8 first attempts, then 4 waits' worth)
+        check(sn.wait_for(12, 10) >= 12, "too few SYNs")
         gaps = sn.gaps()
         with Server(port).start():
             rc, out, err = finish(p, 15)
@@ -63,7 +64,9 @@ def test_eight_threads_are_one_destination():
     first = next(i for i, g in enumerate(gaps) if g > (1 - JITTER) * INITIAL / 2)
     check(first <= 8, "threads were not serialised: %s" % gaps)
     check_gaps(gaps[first:first + 3], "8 threads")
-    check(err.count("next attempt in") <= 8, "one wait line per failure expected: %r" % err)
+    fails = len(gaps) + 1  # (SYNs refused before the server came; a few more may follow)
+    check(err.count("next attempt in") <= fails + 2,
+          "one wait line per failure expected (%d refused): %r" % (fails, err))
 
 
 def test_nonblocking_off_passes_through():

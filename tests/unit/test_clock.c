@@ -123,6 +123,7 @@ static int eintr(int has_timeout)
 {
 	struct bs_intr in;
 	bs_intr_begin(&in, has_timeout);
+	bs_intr_before_wait(&in);
 	return bs_intr_returns_eintr(&in);
 }
 
@@ -150,6 +151,7 @@ static void test_a_handler_that_reset_itself_ran(void **state)
 	struct bs_intr in;
 	set_handler(SA_RESETHAND);
 	bs_intr_begin(&in, 0);
+	bs_intr_before_wait(&in);
 	assert_int_equal(bs_intr_returns_eintr(&in), 1); /* (installed, not yet run) */
 	raise(SIGALRM); /* runs it, and SIG_DFL is back */
 	assert_int_equal(eintr(0), 0); /* read afresh, nothing tells it ran */
@@ -157,6 +159,7 @@ static void test_a_handler_that_reset_itself_ran(void **state)
 	/* with SA_RESTART as well, the kernel restarts: not counted */
 	set_handler(SA_RESETHAND | SA_RESTART);
 	bs_intr_begin(&in, 0);
+	bs_intr_before_wait(&in);
 	raise(SIGALRM);
 	assert_int_equal(bs_intr_returns_eintr(&in), 0);
 	restore_default();
