@@ -1,8 +1,14 @@
 /* attempt: one connect's retry decisions. See attempt.h. */
 #include "attempt.h"
 
+#include "addr.h"
 #include "config.h"
 #include "table.h"
+#include "timeout.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 void bs_attempt_init(struct bs_attempt *a, const struct bs_config *cfg, uint64_t start,
 		     uint64_t prog_timeout)
@@ -139,4 +145,15 @@ enum bs_no_wait bs_attempt_no_wait(uint64_t state, uint64_t outcome_at, uint64_t
 	if (outcome_at > now || now - outcome_at < every)
 		return BS_NW_WINDOW; /* one real attempt per `every`, due or not */
 	return due ? BS_NW_CLAIM_DUE : BS_NW_CLAIM_PROBE;
+}
+
+int bs_attempt_error_is_final(int err, const struct sockaddr *addr, bs_sockopt_fn opt, void *sock,
+			      int (*host)(void))
+{
+	if (err == ETIMEDOUT)
+		return bs_timeout_bound_is_programs(opt(sock, IPPROTO_TCP, TCP_USER_TIMEOUT),
+						    opt(sock, IPPROTO_TCP, TCP_SYNCNT), host);
+	return err == ENETUNREACH &&
+	       bs_addr_never_routed(addr, addr && addr->sa_family == AF_INET6 &&
+					      opt(sock, IPPROTO_IPV6, IPV6_V6ONLY));
 }

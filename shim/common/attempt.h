@@ -128,4 +128,22 @@ uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid);
  * *waited_empty: the caller's flag for the once, 0 when its call begins. */
 int bs_attempt_lock_busy_waits(uint64_t probe, uint64_t now, int *waited_empty);
 
+struct sockaddr;
+
+/* One int socket option of the socket a caller asks about (`sock`: its
+ * own handle), 0 if it cannot be read. */
+typedef int (*bs_sockopt_fn)(void *sock, int level, int name);
+
+/* Is err, which a connect of `sock` to addr (NULL: not known) ended with,
+ * final whatever the destination does, so that no retry could mend it?
+ *  - ETIMEDOUT ended by the program's own bound on the handshake
+ *    (bs_timeout_bound_is_programs: TCP_USER_TIMEOUT, TCP_SYNCNT, and the
+ *    host's net.ipv4.tcp_syn_retries from `host`);
+ *  - ENETUNREACH to an address no route reaches (bs_addr_never_routed,
+ *    with the socket's IPV6_V6ONLY).
+ * Options are read only for those two errors. The library and the
+ * seccomp engine both decide here. */
+int bs_attempt_error_is_final(int err, const struct sockaddr *addr, bs_sockopt_fn opt, void *sock,
+			      int (*host)(void));
+
 #endif

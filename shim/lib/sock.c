@@ -2,6 +2,7 @@
 #include "sock.h"
 
 #include "addr.h"
+#include "attempt.h"
 #include "budget.h"
 #include "clock.h"
 #include "real.h"
@@ -150,28 +151,17 @@ static int host_syn_retries(void)
 	return v;
 }
 
-static int timeout_is_programs(int fd)
+static int int_option(void *fd, int level, int name)
 {
-	int user = 0, syncnt = 0;
-	socklen_t l = sizeof user, m = sizeof syncnt;
-	sys_getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, &l);
-	sys_getsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &syncnt, &m);
-	return bs_timeout_bound_is_programs(user, syncnt, host_syn_retries);
-}
-
-static int never_routed(int fd, const struct sockaddr *addr)
-{
-	int v6only = 0;
-	socklen_t l = sizeof v6only;
-	if (addr && addr->sa_family == AF_INET6)
-		sys_getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &l);
-	return bs_addr_never_routed(addr, v6only);
+	int v = 0;
+	socklen_t l = sizeof v;
+	return sys_getsockopt((int)(intptr_t)fd, level, name, &v, &l) ? 0 : v;
 }
 
 int bs_sock_error_is_final(int fd, const struct sockaddr *addr, int err)
 {
-	return (err == ETIMEDOUT && timeout_is_programs(fd)) ||
-	       (err == ENETUNREACH && never_routed(fd, addr));
+	return bs_attempt_error_is_final(err, addr, int_option, (void *)(intptr_t)fd,
+					 host_syn_retries);
 }
 
 uint64_t bs_sock_sndtimeo_ns(int fd)

@@ -478,22 +478,18 @@ static int host_syn_retries(void)
 	return known;
 }
 
-/* The library's bs_sock_error_is_final, asked of the engine's duplicate:
- * the program's own handshake bound, or an address no route reaches. */
-static int final_error(const struct op *o, int err)
+static int int_option(void *fd, int level, int name)
 {
-	int a = 0, b = 0;
-	socklen_t l = sizeof a, m = sizeof b;
-	if (err == ETIMEDOUT) {
-		getsockopt(o->dup, IPPROTO_TCP, TCP_USER_TIMEOUT, &a, &l);
-		getsockopt(o->dup, IPPROTO_TCP, TCP_SYNCNT, &b, &m);
-		return bs_timeout_bound_is_programs(a, b, host_syn_retries);
-	}
-	if (err != ENETUNREACH)
-		return 0;
-	if (o->addr.ss_family == AF_INET6)
-		getsockopt(o->dup, IPPROTO_IPV6, IPV6_V6ONLY, &a, &l);
-	return bs_addr_never_routed((const struct sockaddr *)&o->addr, a);
+	int v = 0;
+	socklen_t l = sizeof v;
+	return getsockopt(*(const int *)fd, level, name, &v, &l) ? 0 : v;
+}
+
+/* bs_attempt_error_is_final, asked of the engine's duplicate. */
+static int final_error(struct op *o, int err)
+{
+	return bs_attempt_error_is_final(err, (const struct sockaddr *)&o->addr, int_option, &o->dup,
+					 host_syn_retries);
 }
 
 static void attempt_ended(struct bs_sup *s, struct op *o, int res, uint64_t now)

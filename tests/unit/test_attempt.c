@@ -6,6 +6,10 @@
 #include "attempt.h"
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include "table.h"
 
@@ -289,6 +293,49 @@ static void test_lock_busy(void **state)
 	assert_int_equal(bs_attempt_lock_busy_waits(p, T0 + SEC, &waited), 1);
 }
 
+/* A socket as options: TCP_USER_TIMEOUT, TCP_SYNCNT, IPV6_V6ONLY. */
+struct fake_sock {
+	int user, syncnt, v6only, asked;
+};
+
+static int fake_option(void *sock, int level, int name)
+{
+	struct fake_sock *f = sock;
+	f->asked++;
+	(void)level;
+	return name == TCP_USER_TIMEOUT ? f->user : name == TCP_SYNCNT ? f->syncnt : f->v6only;
+}
+
+static int host_six(void)
+{
+	return 6;
+}
+
+static void test_final_errors(void **state)
+{
+	(void)state;
+	struct sockaddr_in mc = {.sin_family = AF_INET}, lo = {.sin_family = AF_INET};
+	struct sockaddr_in6 mapped = {.sin6_family = AF_INET6};
+	inet_pton(AF_INET, "224.0.0.1", &mc.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &lo.sin_addr);
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &mapped.sin6_addr);
+	struct fake_sock plain = {0, 6, 0, 0}, bounded = {300, 6, 0, 0}, few = {0, 1, 0, 0},
+			 v6only = {0, 6, 1, 0};
+	const struct sockaddr *to_lo = (struct sockaddr *)&lo;
+	assert_int_equal(bs_attempt_error_is_final(ETIMEDOUT, to_lo, fake_option, &plain, host_six), 0);
+	assert_int_equal(bs_attempt_error_is_final(ETIMEDOUT, to_lo, fake_option, &bounded, host_six), 1);
+	assert_int_equal(bs_attempt_error_is_final(ETIMEDOUT, to_lo, fake_option, &few, host_six), 1);
+	assert_int_equal(bs_attempt_error_is_final(ENETUNREACH, to_lo, fake_option, &plain, host_six), 0);
+	assert_int_equal(bs_attempt_error_is_final(ENETUNREACH, (struct sockaddr *)&mc, fake_option,
+						   &plain, host_six), 1);
+	assert_int_equal(bs_attempt_error_is_final(ENETUNREACH, (struct sockaddr *)&mapped,
+						   fake_option, &v6only, host_six), 1);
+	/* other errors ask the socket nothing */
+	plain.asked = 0;
+	assert_int_equal(bs_attempt_error_is_final(ECONNREFUSED, to_lo, fake_option, &plain, host_six), 0);
+	assert_int_equal(plain.asked, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +350,7 @@ int main(void)
 		cmocka_unit_test(test_no_wait),
 		cmocka_unit_test(test_paced),
 		cmocka_unit_test(test_lock_busy),
+		cmocka_unit_test(test_final_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
