@@ -57,6 +57,8 @@ static __thread int waiting_type __attribute__((tls_model("initial-exec")));
 
 int bs_wait_cancellable(const uint32_t *word, uint32_t expect, uint64_t deadline)
 {
+	if (waiting_type) /* a handler's wait inside this thread's: the outer keeps the record */
+		return bs_wait(word, expect, deadline);
 	int type;
 	waiting_type = -1;
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);

@@ -97,6 +97,19 @@ def test_a_jump_out_of_the_backoff_leaves_the_cancel_type_as_it_was():
           % (out, plain, err[-300:]))
 
 
+def test_a_handlers_own_backoff_then_a_jump_leaves_the_cancel_type():
+    """The alarm's handler makes a blocking connect of its own to the same
+    down destination (the shim backs it off inside the thread's wait), then
+    jumps out of the outer connect. The inner wait cleared the outer wait's
+    record, and the thread stayed in asynchronous cancel mode."""
+    port = free_port()
+    rc, plain, _ = run([prog("signalwait"), "nested", str(port)], base_env())
+    steady = dict(LONG, BACKOFFSHIM_INITIAL_BACKOFF="300ms", BACKOFFSHIM_MAX_BACKOFF="300ms")
+    rc2, out, err = run([prog("signalwait"), "nested", str(port)], shim_env(**steady))
+    check(rc == rc2 == 0 and plain == out == "async=0\n", "%r with the shim, %r without; %s"
+          % (out, plain, err[-300:]))
+
+
 def test_a_mask_the_kernel_cannot_read_is_its_efault():
     """ppoll with a mask pointer of 8 while a socket is parked: EFAULT, as
     the kernel says. The shim read the mask itself, and the program died of

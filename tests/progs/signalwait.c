@@ -22,6 +22,9 @@
  *   jumped    alarm(1), whose handler siglongjmps out of a blocking
  *             connect to PORT (or out of the pause that follows one that
  *             failed): "async=N", the thread's cancel type then
+ *   nested    as jumped, but the handler first makes a blocking connect
+ *             of its own to PORT, bounded by a 700 ms SO_SNDTIMEO, then
+ *             jumps: "async=N"
  *   badmask   as ppoll, but the mask pointer is 8: "ppoll=R ERRNAME"
  * Exit 0, or 2 on bad usage or a setup failure.
  */
@@ -176,9 +179,19 @@ static void jump_out(int sig)
 	siglongjmp(out, 1);
 }
 
-static int jumped(void)
+static void connect_then_jump_out(int sig)
 {
-	struct sigaction sa = {.sa_handler = jump_out};
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct timeval bound = {0, 700000};
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+	connect(s, (struct sockaddr *)&dead, sizeof dead);
+	close(s);
+	jump_out(sig);
+}
+
+static int jumped(void (*handler)(int))
+{
+	struct sigaction sa = {.sa_handler = handler};
 	sigaction(SIGALRM, &sa, NULL);
 	int s = socket(AF_INET, SOCK_STREAM, 0);
 	if (s < 0)
@@ -223,7 +236,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "cancel"))
 		return cancelled();
 	if (!strcmp(argv[1], "jumped"))
-		return jumped();
+		return jumped(jump_out);
+	if (!strcmp(argv[1], "nested"))
+		return jumped(connect_then_jump_out);
 	if (!strcmp(argv[1], "badmask"))
 		return bad_mask();
 	return masked_wait(argv[1]);
