@@ -132,8 +132,29 @@ const char *bs_sup_unavailable(void)
 	return why;
 }
 
+/* A 0, 1 or 2 the program was given closed would be taken by the
+ * supervisor's first descriptors, which let_go_of_stdio and the guard then
+ * overwrite (the loop spun on an epoll set that was /dev/null): each is
+ * held open on /dev/null until the program's exec, which finds it closed
+ * as it was given. Returns the held ones, a bit each. */
+static unsigned hold_closed_stdio(void)
+{
+	unsigned held = 0;
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) == fd)
+			held |= 1u << fd;
+	return held;
+}
+
+static void close_held(unsigned held)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (held & (1u << fd))
+			close(fd);
+}
+
 static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
-		  const struct sigaction *old_chld)
+		  const struct sigaction *old_chld, unsigned held)
 {
 	/* the program dies with its supervisor rather than wait forever on
 	 * connects no one answers (docs/seccomp-engine.md) */
@@ -152,6 +173,7 @@ static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
 	close(sock);
 	sigaction(SIGCHLD, old_chld, NULL);
 	sigprocmask(SIG_SETMASK, old, NULL);
+	close_held(held);
 	execvp(argv[0], argv);
 	int err = errno;
 	fprintf(stderr, "backoffshim run: cannot run '%s': %s\n", argv[0], strerror(err));
@@ -288,11 +310,12 @@ static int end_like(int status, int signo)
 int bs_sup_run(char **argv, const struct bs_config *cfg)
 {
 	struct loop l = {.status = 125};
+	unsigned held = hold_closed_stdio();
 	l.ep = epoll_create1(EPOLL_CLOEXEC);
 	l.sup = l.ep >= 0 ? bs_sup_open(l.ep, cfg) : NULL;
 	int sv[2];
 	if (!l.sup || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-		return -1; /* (nothing started: the caller runs the program as it is) */
+		return close_held(held), -1; /* (nothing started: the caller runs the program as it is) */
 	sigset_t set, old;
 	forwarded(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
@@ -307,7 +330,7 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		child(argv, sv[1], parent, &old, &old_chld);
+		child(argv, sv[1], parent, &old, &old_chld, held);
 	}
 	close(sv[1]);
 	let_go_of_stdio();

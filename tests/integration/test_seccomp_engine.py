@@ -669,6 +669,27 @@ def test_the_engine_leaves_no_child_to_a_reaper():
 
 # --- 6. exit status and signals ----------------------------------------------
 
+def test_a_closed_stdin_stdout_or_stderr_is_given_closed():
+    """A program started with 0, 1 or 2 closed: without the engine it runs
+    and exits at once. The supervisor's epoll set took the number, its
+    /dev/null for the program's stdio was put over it, and its loop spun at
+    full CPU for good, deaf to SIGTERM. The program sees which of 0-2 are
+    open in its exit status; it must be the same under the engine."""
+    need_engine()
+    # exit 8 + a bit for each of 0, 1, 2 the program finds open
+    sees = ("x=8; for f in 0 1 2; do [ -e /proc/$$/fd/$f ] && x=$((x + (1 << f))); done; "
+            "exit $x")
+    for redirect in ("<&-", ">&-", "2>&-", "<&- >&- 2>&-"):
+        cmd = ["sh", "-c", sees]
+        plain = ["sh", "-c", 'exec "$@" %s' % redirect, "sh"] + cmd
+        rc, _, _ = run(plain, base_env())
+        check(8 <= rc < 16, "plain %s: rc=%d" % (redirect, rc))
+        rc2, _, err = run(["sh", "-c", 'exec "$@" %s' % redirect, "sh"] + under(cmd),
+                          eng_env(), timeout=15)
+        check(rc2 == rc, "%s: rc=%d under the engine, %d without; %r"
+              % (redirect, rc2, rc, err[-300:]))
+
+
 def test_exit_status_passes_through():
     """The program's wait status under the engine is its own: its exit
     code; for a signal N, the supervisor dies of N too (so a shell reports
