@@ -199,14 +199,30 @@ static int for_the_program(const struct signalfd_siginfo *si)
 	return si->ssi_signo == SIGHUP && getsid(0) == getpid();
 }
 
+/* Did the program send this signal to its parent (the supervisor) alone?
+ * sigqueue and tgkill name one process; a kill() does too when the program
+ * is in another process group. A kill(0) or killpg of the program's own
+ * group reaches the supervisor as well, and must go no further. */
+static int sent_to_the_parent(const struct loop *l, const struct signalfd_siginfo *si)
+{
+	if ((pid_t)si->ssi_pid != l->child)
+		return 0;
+	if (si->ssi_code == SI_QUEUE || si->ssi_code == SI_TKILL)
+		return 1;
+	pid_t group = getpgid(l->child);
+	return group > 0 && group != getpgrp();
+}
+
 static void forward(struct loop *l)
 {
 	struct signalfd_siginfo si;
 	while (read(l->sigfd, &si, sizeof si) == sizeof si) {
 		if (l->exited || !for_the_program(&si))
 			continue;
-		/* (one the program sent its parent goes on to ours) */
-		kill((pid_t)si.ssi_pid == l->child ? getppid() : l->child, (int)si.ssi_signo);
+		if (sent_to_the_parent(l, &si))
+			kill(getppid(), (int)si.ssi_signo);
+		else if ((pid_t)si.ssi_pid != l->child)
+			kill(l->child, (int)si.ssi_signo);
 	}
 }
 

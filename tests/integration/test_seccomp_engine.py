@@ -690,6 +690,22 @@ def test_a_closed_stdin_stdout_or_stderr_is_given_closed():
               % (redirect, rc2, rc, err[-300:]))
 
 
+def test_a_program_that_signals_its_own_group_spares_its_parent():
+    """A program that ignores SIGTERM and sends it to its own process group
+    (`kill 0`, a cleanup trap's), run in a session of its own by a shell
+    that waits for it. Without the engine the signal stays in the group.
+    The supervisor, in the same group, took it for one sent to the parent
+    and passed it on: the shell died."""
+    need_engine()
+    prog_ = ["sh", "-c", 'trap "" TERM; kill -TERM 0; exit 5']
+    parent = ["sh", "-c", 'setsid "$@"; echo alive $?', "sh"]
+    rc, plain, _ = run(parent + prog_, base_env())
+    check(rc == 0 and plain == "alive 5\n", "plain: rc=%d %r" % (rc, plain))
+    rc2, out, err = run(parent + under(prog_), eng_env())
+    check((rc2, out) == (rc, plain), "under the engine: rc=%d %r, without: %r; %r"
+          % (rc2, out, plain, err[-300:]))
+
+
 def test_exit_status_passes_through():
     """The program's wait status under the engine is its own: its exit
     code; for a signal N, the supervisor dies of N too (so a shell reports
