@@ -2,10 +2,13 @@
 #include "cli.h"
 #include "readfile.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
 	"Usage: backoffshim COMMAND [ARGS...]\n"
@@ -199,8 +202,25 @@ static const struct {
 	{"reset", bs_cmd_reset},
 };
 
+/* At exit: output that did not reach stdout (a full disk, a closed
+ * descriptor) is an error, not a success a script would believe. A closed
+ * stdout the command wrote nothing to is no error (as coreutils judge). */
+static void close_stdout(void)
+{
+	int pending = __fpending(stdout) > 0, failed = ferror(stdout);
+	errno = 0;
+	if (fclose(stdout) != 0 && (pending || errno != EBADF))
+		failed = 1;
+	if (failed) {
+		fprintf(stderr, "%s: write error: %s\n", bs_cli_argv0 ? bs_cli_argv0 : "backoffshim",
+			strerror(errno ? errno : EIO));
+		_exit(1);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	atexit(close_stdout);
 	static const struct option longopts[] = {
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},

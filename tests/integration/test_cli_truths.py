@@ -120,3 +120,17 @@ def test_run_from_a_path_ld_preload_cannot_carry_says_so():
               "rc=%d %r" % (rc, err))
     finally:
         shutil.rmtree(d)
+
+
+def test_output_that_cannot_be_written_is_an_error():
+    """status into a full disk, or help into a closed stdout: the output is
+    lost, and the exit status said 0, so a monitoring script took nothing
+    for success. Now 1 and a line, as coreutils do; `run` keeps the
+    program's status."""
+    env = cli_env(BACKOFFSHIM_SHARED=new_table())
+    for what, cmd in (("status --json into /dev/full", 'exec "$@" status --json >/dev/full'),
+                      ("--help into a closed stdout", 'exec "$@" --help >&-')):
+        rc, _, err = run(["sh", "-c", cmd, "sh", CLI], env)
+        check(rc == 1 and "write error" in err, "%s: rc=%d %r" % (what, rc, err))
+    rc, _, err = run(["sh", "-c", 'exec "$@" run -- sh -c "exit 4" >&-', "sh", CLI], env)
+    check(rc == 4, "run keeps the program's status: rc=%d %r" % (rc, err))
