@@ -314,7 +314,7 @@ static int read_row(struct bs_table *t, unsigned i, uint64_t now, double wall,
 	r->key = k;
 	r->failures = bs_state_failures(s);
 	r->probation = (s & BS_PROBATION) != 0;
-	r->last_err = (int)atomic_load(&e->last_err);
+	r->last_err = bs_entry_last_err(e);
 	r->idle = !r->probation && now > quiet && now - quiet > forget;
 	r->next_in = r->probation || next <= now ? 0 : (double)(next - now) / 1e9;
 	r->next_at = r->probation ? 0 : wall_of(next, now, wall);

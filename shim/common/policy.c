@@ -152,6 +152,12 @@ uint64_t bs_responsive_down(const struct bs_policy *p, uint64_t interval, double
 	return v < p->initial_backoff ? 0 : v;
 }
 
+uint64_t bs_responsive_bounded(const struct bs_policy *p, uint64_t interval)
+{
+	uint64_t most = floored(p->max_backoff);
+	return interval < most ? interval : most;
+}
+
 uint64_t bs_policy_attempt_timeout(const struct bs_policy *p, uint64_t delay)
 {
 	return delay > p->min_connect_timeout ? delay : p->min_connect_timeout;

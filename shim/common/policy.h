@@ -98,6 +98,9 @@ void bs_policy_wait_range(const struct bs_policy *p, uint32_t failures, uint64_t
  * initial_backoff it drops to 0). u in [0, 1). */
 uint64_t bs_responsive_up(const struct bs_policy *p, uint64_t interval, double u);
 uint64_t bs_responsive_down(const struct bs_policy *p, uint64_t interval, double u);
+/* An interval read from the shared table (another process's word, perhaps
+ * forged), bounded by what these two could make of it: max_backoff. */
+uint64_t bs_responsive_bounded(const struct bs_policy *p, uint64_t interval);
 
 /* The list policy's default: 0, 10ms, 10ms, 100ms, 100ms, 500ms, 500ms, 3s,
  * 3s, 5s. */

@@ -1,6 +1,8 @@
 /* table: lock-free per-destination state. See table.h. */
 #include "table.h"
 
+#include "errname.h"
+
 #include "mix.h"
 #include "policy.h"
 #include "util.h"
@@ -503,4 +505,11 @@ void bs_table_waiter_remove(struct bs_table *t, const struct bs_entry *e, uint32
 	while (c >> 32 == pid &&
 	       !atomic_compare_exchange_weak(&t->waiters[i][k], &c, (c & 0xffffffffu) > 1 ? c - 1 : 0))
 		;
+}
+
+int bs_entry_last_err(const struct bs_entry *e)
+{
+	uint32_t v = atomic_load(&e->last_err);
+	int err = v < 1u << 16 ? (int)v : 0;
+	return err && (bs_errno_name(err) || BS_ERR_IS_EAI(err)) ? err : 0;
 }

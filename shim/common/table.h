@@ -222,6 +222,11 @@ int bs_entry_fail(struct bs_entry *e, uint64_t seen, uint64_t started, uint64_t 
  * did; the caller publishes. */
 int bs_entry_forget_idle(struct bs_entry *e, uint64_t now, uint64_t after);
 
+/* The error of the entry's last failure, if it is one an attempt can end
+ * with (an errno or a lookup's error the errname table knows); else 0. It
+ * is the table's word, and may be a forged or a damaged one. */
+int bs_entry_last_err(const struct bs_entry *e);
+
 /* Mark healthy. Returns the number of failures it cleared. */
 uint32_t bs_entry_ok(struct bs_entry *e);
 

@@ -74,7 +74,7 @@ static int retries(const struct call *c, int err)
  * attempt goes at once, as without the shim. */
 static int not_ours(const struct call *c, uint64_t s)
 {
-	int last = s && c->e ? (int)atomic_load(&c->e->last_err) : 0;
+	int last = s && c->e ? bs_entry_last_err(c->e) : 0;
 	return last > 0 && !retries(c, last);
 }
 
@@ -314,7 +314,7 @@ static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)
 	v.state = s;
 	v.probe = atomic_load(&c->e->probe);
 	v.resets = atomic_load(&c->e->resets);
-	v.last_err = (int)atomic_load(&c->e->last_err);
+	v.last_err = bs_entry_last_err(c->e);
 	v.probe_live = probe_held_elsewhere(c, v.probe, now);
 	v.join_at = bs_state_may_attempt(s) ? UINT64_MAX : join_at(c, s, now, v.probe_live);
 	return v;
@@ -479,7 +479,7 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	c->told = NOT_TOLD;
 	c->lock_waited = 0;
 	bs_attempt_join(&c->a, joined, atomic_load(&c->e->resets),
-			err ? 0 : (int)atomic_load(&c->e->last_err));
+			err ? 0 : bs_entry_last_err(c->e));
 	if (err) {
 		/* The plain attempt failed: that is one more failure. */
 		record_failure_after(c, s, t0, err);

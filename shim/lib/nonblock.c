@@ -22,7 +22,7 @@
 int bs_nb_last_err(uint64_t key)
 {
 	struct bs_entry *e = bs_table_find(bs_tab(), key);
-	int err = e ? (int)atomic_load(&e->last_err) : 0;
+	int err = e ? bs_entry_last_err(e) : 0;
 	return err ? err : ECONNREFUSED;
 }
 
@@ -43,7 +43,7 @@ static enum bs_stop wait_due(const struct bs_config *cfg, uint64_t key, struct b
 			return BS_STOP_NONE;
 		uint32_t seq = atomic_load(&e->seq);
 		struct bs_attempt_view v = {atomic_load(&e->state), 0, atomic_load(&e->resets),
-					    (int)atomic_load(&e->last_err), 0, UINT64_MAX};
+					    bs_entry_last_err(e), 0, UINT64_MAX};
 		struct bs_decision d = bs_attempt_decide(a, &v, bs_now(), longest);
 		if (d.verdict == BS_END)
 			return a->b.stop;

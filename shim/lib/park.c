@@ -53,7 +53,7 @@ struct bs_decision bs_park_judge(const struct bs_config *cfg, struct bs_fdslot *
 		.state = atomic_load(&e->state),
 		.probe = atomic_load(&e->probe),
 		.resets = atomic_load(&e->resets),
-		.last_err = (int)atomic_load(&e->last_err),
+		.last_err = bs_entry_last_err(e),
 		.probe_live = 1, /* a parked socket's probe names no thread: staleness decides */
 		.join_at = UINT64_MAX,
 	};

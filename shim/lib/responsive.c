@@ -56,7 +56,7 @@ void bs_responsive_outcome(const struct bs_config *cfg, struct bs_entry *e,
 			   const struct sockaddr *addr, socklen_t len, int err)
 {
 	const struct bs_policy *p = &cfg->policy;
-	uint64_t iv = atomic_load(&e->interval), want;
+	uint64_t iv = atomic_load(&e->interval), want; /* (up and down bound what they make) */
 	uint32_t th = p->down_threshold ? p->down_threshold : 1;
 	if (err)
 		atomic_store(&e->succ, 0);
@@ -96,7 +96,7 @@ static int pause_until(struct bs_entry *e, uint64_t until, int has_tv)
 static int give_up_with_stats(struct bs_entry *e, const struct bs_dest *d,
 			      const struct bs_attempt *a)
 {
-	int last = a->last_err ? a->last_err : (int)atomic_load(&e->last_err);
+	int last = a->last_err ? a->last_err : bs_entry_last_err(e);
 	if (a->b.stop != BS_STOP_SIGNAL && a->b.stop != BS_STOP_MAX_ATTEMPTS)
 		log_stats(e, d->addr, d->len, "giving up (budget spent)", last);
 	return bs_outcome_give_up(d, &a->b, last);
@@ -120,7 +120,7 @@ int bs_responsive_connect(const struct bs_config *cfg, int fd, const struct sock
 	struct bs_attempt a;
 	bs_attempt_init(&a, cfg, start, prog);
 	for (;;) { /* (ends by the budget, or at a success) */
-		uint64_t iv = paced ? atomic_load(&e->interval) : 0;
+		uint64_t iv = paced ? bs_responsive_bounded(&cfg->policy, atomic_load(&e->interval)) : 0;
 		struct bs_decision v = bs_attempt_paced(&a, iv, bs_now());
 		if (v.verdict == BS_END)
 			return give_up_with_stats(e, &d, &a);

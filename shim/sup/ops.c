@@ -419,7 +419,7 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 		uint64_t st = atomic_load(&e->state);
 		struct bs_attempt_view v = {.state = st, .probe = atomic_load(&e->probe),
 					    .resets = atomic_load(&e->resets),
-					    .last_err = (int)atomic_load(&e->last_err),
+					    .last_err = bs_entry_last_err(e),
 					    .join_at = UINT64_MAX};
 		v.probe_live = v.probe != 0; /* (staleness decides) */
 		struct bs_decision d = bs_attempt_decide(&o->a, &v, now, longest);
@@ -656,7 +656,7 @@ static void pace(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 		if (!atomic_compare_exchange_strong(&e->outcome_at, &at, now))
 			w = BS_NW_WINDOW; /* another connect claimed it */
 	if (w == BS_NW_WINDOW) {
-		int err = (int)atomic_load(&e->last_err);
+		int err = bs_entry_last_err(e);
 		answer(s, id, err ? err : ECONNREFUSED);
 		op_free(s, o);
 		return;
@@ -707,7 +707,7 @@ static void take(struct bs_sup *s, struct op *o, uint64_t id, uint64_t now)
 	struct bs_entry *e = entry(s, o, now);
 	if (e)
 		bs_attempt_join(&o->a, atomic_load(&e->state), atomic_load(&e->resets),
-				(int)atomic_load(&e->last_err));
+				bs_entry_last_err(e));
 	if (nonblocking) {
 		o->defer = 1;
 		answer(s, id, EINPROGRESS);

@@ -10,6 +10,7 @@ import random
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -378,3 +379,73 @@ def test_another_users_segment_under_our_key_is_silent_and_leaves_a_private_tabl
               "the other user's segment was attached or written")
     finally:
         sysv.remove(seg)
+
+
+# ---- g. forged words: bounded by the reader's own rules ----
+
+# table.h, layout 3: struct bs_table's entries[] begin 69,696 bytes into the
+# table, 128 bytes each; last_used at 16, last_err at 28, interval at 40
+ENTRIES, ENTRY, LAST_USED = sysv.HEADER + 69696, 128, 16
+
+
+def _forge_used_entries(table, field, fmt, value):
+    """Write value into field of every entry in use; returns how many."""
+    seg, n = _segment(table), 0
+    for i in range(4096):
+        at = ENTRIES + i * ENTRY
+        if struct.unpack("<Q", sysv.read(seg, at + LAST_USED, 8))[0]:
+            sysv.write(seg, at + field, struct.pack(fmt, value))
+            n += 1
+    check(n >= 1, "no entry in use in %s" % table)
+    return n
+
+
+def test_a_forged_last_error_is_never_handed_to_a_program():
+    """A failing destination's last error forged to 9999, then a
+    non-blocking TCP Fast Open send to it, which the shim answers from the
+    table inside a backoff window. The program got OSError 9999 ("Unknown
+    error"). The table's error is used only if an attempt can end with it;
+    else the window's answer is ECONNREFUSED, as for any refused destination."""
+    port, other = free_port(), free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="60s",
+                   BACKOFFSHIM_MAX_BACKOFF="60s", BACKOFFSHIM_MAX_ATTEMPTS="1")
+    run(_client(port), env)
+    _forge_used_entries(table, 28, "<I", 9999)
+    send = ("import errno, socket, sys\n"
+            "a = socket.socket(); a.setblocking(False); a.connect_ex(('127.0.0.1', %d))\n"
+            "s = socket.socket(); s.setblocking(False)\n"
+            "try:\n"
+            "    s.sendto(b'hi', socket.MSG_FASTOPEN, ('127.0.0.1', %d)); print('sent')\n"
+            "except OSError as e:\n"
+            "    print(errno.errorcode.get(e.errno, e.errno))\n" % (other, port))
+    with Server(port).start():
+        rc, plain, _ = run([sys.executable, "-c", send], base_env())
+        rc2, out, err = run([sys.executable, "-c", send], env)
+    check(rc == rc2 == 0 and plain.strip() in ("EINPROGRESS", "sent")
+          and out.strip() in (plain.strip(), "ECONNREFUSED"),
+          "with the shim %r, without %r; %s" % (out, plain, err[-300:]))
+
+
+def test_a_forged_responsive_interval_is_bounded_by_the_policy():
+    """Under the responsive policy every connect waits the table's interval.
+    Forged to 1000 s, a connect to a live server waited to the end of its
+    budget (10 s); it now waits at most the policy's longest wait (max
+    backoff and jitter, 2.4 s here)."""
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_POLICY="responsive",
+                   BACKOFFSHIM_MAX_BACKOFF="2s", BACKOFFSHIM_MAX_ELAPSED="10s",
+                   BACKOFFSHIM_MAX_ATTEMPTS="1")
+    run(_client(port), env)
+    _forge_used_entries(table, 40, "<Q", 1000 * 10**9)
+    with Server(port).start():
+        t0 = time.monotonic()
+        plain = run(_client(port), base_env())
+        plain_s = time.monotonic() - t0
+        t0 = time.monotonic()
+        rc, out, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="0"), timeout=30)
+        took = time.monotonic() - t0
+    check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
+          % (rc, out, plain[0], plain[1], err[-400:]))
+    check(took < plain_s + 2.4 + 1.0, "waited %.1fs with a 2s max backoff" % took)

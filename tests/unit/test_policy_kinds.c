@@ -318,6 +318,21 @@ static void test_wait_range_holds_the_draws(void **state)
 	assert_int_equal(hi, 1 * SEC);
 }
 
+/* The table's interval is another process's word: bounded by max_backoff. */
+static void test_responsive_bounded(void **state)
+{
+	(void)state;
+	struct bs_config c;
+	const char *why;
+	bs_config_defaults(&c);
+	assert_int_equal(bs_config_set(&c, "backoff", "policy", "responsive", &why), 0);
+	assert_int_equal(bs_config_set(&c, "backoff", "max_backoff", "2s", &why), 0);
+	assert_int_equal(bs_responsive_bounded(&c.policy, 0), 0);
+	assert_int_equal(bs_responsive_bounded(&c.policy, SEC), SEC);
+	assert_int_equal(bs_responsive_bounded(&c.policy, 1000 * SEC), 2 * SEC);
+	assert_int_equal(bs_responsive_bounded(&c.policy, UINT64_MAX), 2 * SEC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_exponential_stops_before_max),
 		cmocka_unit_test(test_off_stops),
 		cmocka_unit_test(test_responsive),
+		cmocka_unit_test(test_responsive_bounded),
 	};
 	return cmocka_run_group_tests_name("policy kinds", tests, NULL, NULL);
 }

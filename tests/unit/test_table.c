@@ -5,12 +5,14 @@
  * table cannot hold. Concurrent use is in test_table_threads.c. */
 #include "table_helpers.h"
 
+#include "errname.h"
 #include "mix.h"
 #include "policy.h"
 #include "table.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void test_find_and_claim(void **state)
 {
@@ -453,6 +455,31 @@ static void test_capacity(void **state)
 	free(t);
 }
 
+/* The last error is the table's word: a value no attempt ends with (a
+ * forged 9999, a damaged word) is no error at all, not an invented one. */
+static void test_last_err_is_validated(void **state)
+{
+	(void)state;
+	struct bs_entry e;
+	memset(&e, 0, sizeof e);
+	static const struct {
+		uint32_t stored;
+		int read;
+	} cases[] = {
+		{0, 0},
+		{ECONNREFUSED, ECONNREFUSED},
+		{ETIMEDOUT, ETIMEDOUT},
+		{BS_ERR_EAI(-2), BS_ERR_EAI(-2)},
+		{9999, 0},
+		{2147483653u, 0},
+		{UINT32_MAX, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		atomic_store(&e.last_err, cases[i].stored);
+		assert_int_equal(bs_entry_last_err(&e), cases[i].read);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -469,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_million_keys),
 		cmocka_unit_test(test_capacity),
 		cmocka_unit_test(test_invalid_keys),
+		cmocka_unit_test(test_last_err_is_validated),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
