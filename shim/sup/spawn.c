@@ -213,13 +213,73 @@ static int sent_to_the_parent(const struct loop *l, const struct signalfd_siginf
 	return group > 0 && group != getpgrp();
 }
 
+/* Is the program stopped now? (A SIGCONT to the process group continues
+ * every member as it is sent, before the supervisor reads its own.) */
+static int program_stopped(const struct loop *l)
+{
+	char path[40], buf[256];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)l->child);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *end = strrchr(buf, ')'); /* (the name may hold anything) */
+	return end && (end[2] == 'T' || end[2] == 't');
+}
+
+/* Stop as the program stopped (Ctrl-Z, a stop it sent itself, a SIGSTOP to
+ * its pid), so that the shell that waits for the supervisor sees its job
+ * stop; once continued, continue the program if nothing else did. */
+static void stop_like(struct loop *l, int sig)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	sigaction(sig, &dfl, &old);
+	raise(sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL); /* (stops here, unless an orphaned group's) */
+	sigprocmask(SIG_BLOCK, &one, NULL);
+	sigaction(sig, &old, NULL);
+	if (program_stopped(l))
+		kill(l->child, SIGCONT);
+}
+
+static void follow_a_stop(struct loop *l)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (!l->exited && waitid(P_PID, (id_t)l->child, &si, WSTOPPED | WNOHANG) == 0 &&
+	    si.si_pid == l->child && si.si_code == CLD_STOPPED)
+		stop_like(l, si.si_status);
+}
+
+static int is_job_control(int sig)
+{
+	return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGCONT;
+}
+
 static void forward(struct loop *l)
 {
 	struct signalfd_siginfo si;
 	while (read(l->sigfd, &si, sizeof si) == sizeof si) {
+		if (si.ssi_signo == SIGCHLD) {
+			follow_a_stop(l);
+			continue;
+		}
 		if (l->exited || !for_the_program(&si))
 			continue;
-		if (sent_to_the_parent(l, &si))
+		if (is_job_control((int)si.ssi_signo)) {
+			/* sent to the supervisor alone: the program decides (it
+			 * may ignore a stop); a continue it already had is not
+			 * sent twice */
+			if ((pid_t)si.ssi_pid != l->child &&
+			    (si.ssi_signo != SIGCONT || program_stopped(l)))
+				kill(l->child, (int)si.ssi_signo);
+		} else if (sent_to_the_parent(l, &si))
 			kill(getppid(), (int)si.ssi_signo);
 		else if ((pid_t)si.ssi_pid != l->child)
 			kill(l->child, (int)si.ssi_signo);
@@ -293,14 +353,14 @@ static void let_go_of_stdio(void)
 		close(null);
 }
 
-/* The signals the supervisor forwards: every one a process can catch,
- * but job control's (the supervisor stops and continues with the
- * program), SIGCHLD (its own child's) and SIGPIPE (its own writes'). */
+/* The signals the supervisor reads: every one a process can catch but
+ * SIGPIPE (its own writes'). It forwards them, but job control's, which the
+ * program decides on: the supervisor stops when the program stops
+ * (SIGCHLD tells) and then continues it. */
 static void forwarded(sigset_t *set)
 {
 	sigfillset(set);
-	static const int kept[] = {SIGKILL, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT,
-				   SIGCHLD, SIGPIPE};
+	static const int kept[] = {SIGKILL, SIGSTOP, SIGPIPE};
 	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
 		sigdelset(set, kept[i]);
 }

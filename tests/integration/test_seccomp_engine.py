@@ -706,6 +706,81 @@ def test_a_program_that_signals_its_own_group_spares_its_parent():
           % (rc2, out, plain, err[-300:]))
 
 
+def _wait_untraced(p, timeout=10):
+    """The first wait status of p (stops included): ("stopped", sig) or
+    ("exited", rc); bounded."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        pid, st = os.waitpid(p.pid, os.WUNTRACED | os.WNOHANG)
+        if pid:
+            if os.WIFSTOPPED(st):
+                return ("stopped", os.WSTOPSIG(st))
+            p.returncode = os.waitstatus_to_exitcode(st)
+            return ("exited", p.returncode)
+        time.sleep(0.01)
+    p.kill()
+    raise TestFailure("no wait status in %ds" % timeout)
+
+
+def _job(cmd, env):
+    return subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, process_group=0)
+
+
+def test_a_program_that_stops_itself_stops_its_job():
+    """A program that stops itself (a TUI's Ctrl-Z handler, `kill -STOP`):
+    without the engine its parent (a shell) sees the job stop and continues
+    it. The supervisor waited for exits alone: the shell waited for good."""
+    need_engine()
+    cmd = ["sh", "-c", "kill -STOP $$; echo after"]
+    seen = {}
+    for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
+        p = _job(c, env)
+        try:
+            first = _wait_untraced(p)
+            if first[0] == "stopped":
+                os.kill(p.pid, signal.SIGCONT)
+                p.stdin.close()
+                out = p.stdout.read()
+                end = _wait_untraced(p)
+            else:
+                out, end = p.stdout.read(), first
+        finally:
+            if p.returncode is None:
+                p.kill()
+        seen[mode] = (first, end, out)
+    check(seen["plain"] == (("stopped", signal.SIGSTOP), ("exited", 0), "after\n"),
+          "plain: %r" % (seen["plain"],))
+    check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
+          % (seen["seccomp"], seen["plain"]))
+
+
+def test_a_program_that_ignores_a_stop_is_not_stopped_for_it():
+    """A program that ignores SIGTSTP gets one from its group (Ctrl-Z, a
+    `kill -TSTP -PGID`): it runs on. The supervisor took the stop itself, so
+    the shell said the job was stopped while the program ran on."""
+    need_engine()
+    cmd = ["sh", "-c", 'trap "" TSTP; echo ready; read x; echo done']
+    seen = {}
+    for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
+        p = _job(c, env)
+        try:
+            ready = p.stdout.readline()
+            os.killpg(p.pid, signal.SIGTSTP)
+            p.stdin.write("go\n")
+            p.stdin.close()
+            out = p.stdout.read()
+            end = _wait_untraced(p)
+        finally:
+            if p.returncode is None:
+                p.kill()
+                os.kill(p.pid, signal.SIGCONT)
+        seen[mode] = (ready, end, out)
+    check(seen["plain"] == ("ready\n", ("exited", 0), "done\n"), "plain: %r" % (seen["plain"],))
+    check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
+          % (seen["seccomp"], seen["plain"]))
+
+
 def test_exit_status_passes_through():
     """The program's wait status under the engine is its own: its exit
     code; for a signal N, the supervisor dies of N too (so a shell reports
