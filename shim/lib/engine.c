@@ -155,8 +155,7 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 	atomic_fetch_add(&c->e->waiting, 1);
 	bs_shared_wait_begins(c->e);
 	atomic_store(&c->in_wait, 1);
-	if (!c->op)
-		bs_intr_before_wait(&c->intr);
+	bs_intr_before_wait(&c->intr);
 	int r = bs_wait_cancellable((const uint32_t *)&c->e->seq, seq, until);
 	stop_waiting(c);
 	still_open(c);
@@ -165,7 +164,9 @@ static int wait_step(struct call *c, uint64_t seen_state, uint64_t until)
 		atomic_fetch_add(&c->e->n_waited, 1);
 	c->wait_counted = 1;
 	atomic_fetch_add(&c->e->waited_ms, (uint32_t)((bs_now() - t0) / BS_NS_PER_MS));
-	if (r == EINTR && !c->op && bs_intr_returns_eintr(&c->intr))
+	/* (a lookup then ends with its last real result: libc's getaddrinfo
+	 * rides out a signal, but no wait of the shim's may outlast it) */
+	if (r == EINTR && bs_intr_returns_eintr(&c->intr))
 		return bs_budget_stop(&c->a.b, BS_STOP_SIGNAL), end_call(c);
 	return AGAIN;
 }
@@ -465,8 +466,7 @@ static int backoff_connect(struct call *c, uint64_t s, uint64_t t0, int err)
 	c->fallback = !c->op && bs_res_has_alternative(bs_res(), c->dest.key,
 						       bs_dest_host(&c->dest), start, BS_RES_FALLBACK);
 	uint64_t prog = c->op ? BS_BUDGET_NO_TIMEOUT : bs_sock_sndtimeo_ns(c->fd);
-	if (!c->op)
-		bs_intr_begin(&c->intr, prog != BS_BUDGET_NO_TIMEOUT);
+	bs_intr_begin(&c->intr, prog != BS_BUDGET_NO_TIMEOUT);
 	c->cookie = c->op ? 0 : bs_sock_cookie(c->fd);
 	c->wait_counted = 0;
 	bs_attempt_init(&c->a, c->cfg, start, prog); /* the call's budget, from start */

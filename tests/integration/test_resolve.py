@@ -347,3 +347,34 @@ def test_reset_takes_a_name_as_status_shows_it():
     r = subprocess.run([CLI, "status", "--json", "--table", table], capture_output=True,
                        text=True, timeout=10)
     check(json.loads(r.stdout) == [], "still listed: %r" % r.stdout)
+
+
+def test_a_signal_ends_a_lookups_wait_as_it_ends_a_connects():
+    """A Python program whose SIGALRM handler raises, around a lookup the
+    shim waits on (`wait`, NXDOMAIN): the handler's exception must come when
+    the alarm does. The lookup's wait rode out every signal to the end of
+    its budget (Ctrl-C in a service ignored for minutes). Without the shim
+    the lookup fails before the alarm."""
+    code = ("import signal, socket, time\n"
+            "def ring(*a): raise TimeoutError\n"
+            "signal.signal(signal.SIGALRM, ring)\n"
+            "signal.setitimer(signal.ITIMER_REAL, 0.5)\n"
+            "t = time.monotonic()\n"
+            "try:\n"
+            "    try:\n"
+            "        socket.getaddrinfo('db', 80); what = 'resolved'\n"
+            "    except socket.gaierror: what = 'gaierror'\n"
+            "    signal.setitimer(signal.ITIMER_REAL, 0)\n"
+            "except TimeoutError: what = 'alarm'\n"
+            "print(what, '%.2f' % (time.monotonic() - t))\n")
+    with DnsServer(default="nxdomain"), private_resolver():
+        rc, plain, _ = run([sys.executable, "-c", code], base_env())
+        check(rc == 0 and plain.startswith("gaierror "), "without the shim: %r" % plain)
+        env = shim_env(BACKOFFSHIM_RESOLVE="wait", BACKOFFSHIM_MAX_ELAPSED="20s")
+        t0 = time.monotonic()
+        rc, out, err = run([sys.executable, "-c", code], env, timeout=30)
+        took = time.monotonic() - t0
+    check(rc == 0 and out.split()[0] in ("alarm", "gaierror"), "with the shim: %r %r"
+          % (out, err[-300:]))
+    check(took < 0.5 + float(plain.split()[1]) + 3.0, "the lookup ended %.1fs after its start "
+          "with a 0.5s alarm (budget 20s): %r" % (took, out))
