@@ -287,7 +287,7 @@ static double wall_of(uint64_t mono, uint64_t now_mono, double now_wall)
 static int addr_is_key(const struct sockaddr *a, uint32_t len, uint64_t k)
 {
 	if (a->sa_family == BS_AF_NAME)
-		return len == BS_TABLE_ADDR_MAX || bs_name_key(a, len) == k;
+		return len == BS_TABLE_ADDR_MAX || bs_name_keys_match(k, bs_name_key(a, len));
 	return bs_addr_key(a, len) == k;
 }
 
@@ -681,10 +681,13 @@ int bs_cmd_reset(int argc, char **argv)
 		return st;
 	struct bs_cli_dest d;
 	uint64_t key = 0;
+	int name = 0;
 	if (o.dest) {
 		if (!bs_cli_dest_parse(o.dest, &d) && !d.is_name)
 			key = bs_addr_key((struct sockaddr *)&d.ss, d.len);
-		else if (!(key = name_key_of(o.dest)))
+		else if ((key = name_key_of(o.dest)))
+			name = 1; /* (each family's lookups too) */
+		else
 			return bs_cli_usage("reset", "'%s' is not ADDR:PORT, [V6]:PORT or NAME[:SERVICE]",
 					    o.dest);
 	}
@@ -702,7 +705,8 @@ int bs_cmd_reset(int argc, char **argv)
 	uint64_t now = bs_now();
 	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++) {
 		struct row r;
-		if (!read_row(t, i, now, 0, UINT64_MAX, -1, &r) || (o.dest && r.key != key))
+		if (!read_row(t, i, now, 0, UINT64_MAX, -1, &r) ||
+		    (o.dest && r.key != key && !(name && bs_name_keys_match(r.key, key))))
 			continue;
 		bs_entry_reset(&t->entries[i]); /* and wake every waiter */
 		syscall(SYS_futex, &t->entries[i].seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);

@@ -4,6 +4,7 @@
 #include "rules.h"
 #include "util.h"
 
+#include <netdb.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/un.h>
@@ -163,6 +164,46 @@ uint64_t bs_name_key(const struct sockaddr *a, socklen_t len)
 	const char *t = NULL;
 	size_t n = name_text(a, len, &t);
 	return n ? TAG_NAME | (bs_name_hash(t, (unsigned)n) & LOW60) | 1 : 0;
+}
+
+uint64_t bs_name_key_of_family(uint64_t unspec, int family)
+{
+	if (family != AF_INET && family != AF_INET6)
+		return unspec;
+	return TAG_NAME | (bs_mix64(unspec ^ (uint64_t)family) & LOW60) | 1;
+}
+
+int bs_name_keys_match(uint64_t any, uint64_t unspec)
+{
+	return any == unspec || any == bs_name_key_of_family(unspec, AF_INET) ||
+	       any == bs_name_key_of_family(unspec, AF_INET6);
+}
+
+static int all_digits(const char *s)
+{
+	while (*s >= '0' && *s <= '9')
+		s++;
+	return !*s;
+}
+
+int bs_name_may_resolve(const char *node, const char *svc, int flags)
+{
+	if ((flags & AI_NUMERICSERV) && svc && !all_digits(svc))
+		return 0;
+	size_t n = strlen(node), label = 0;
+	if (n && node[n - 1] == '.')
+		n--; /* (the root's dot) */
+	if (!n || n > 253)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)node[i];
+		if (c <= ' ' || c == 0x7f || (c == '-' && !label))
+			return 0;
+		label = c == '.' ? 0 : label + 1;
+		if ((c == '.' && (!i || node[i - 1] == '.')) || label > 63)
+			return 0;
+	}
+	return node[n - 1] != '.';
 }
 
 unsigned bs_name_parts(const struct sockaddr *a, socklen_t len, unsigned *port)

@@ -64,7 +64,7 @@ static __thread struct call *open_calls __attribute__((tls_model("initial-exec")
 static int retries(const struct call *c, int err)
 {
 	if (c->op)
-		return c->op->retries(c->cfg, err);
+		return c->op->retries(c->op, c->cfg, err);
 	return bs_config_retries(c->cfg, err) && !bs_sock_error_is_final(c->fd, c->dest.addr, err);
 }
 

@@ -24,7 +24,7 @@ int bs_engine_first_failed(const struct bs_config *cfg, int fd, const struct soc
  * retries says whether an error leads into backoff. */
 struct bs_op {
 	int (*attempt)(struct bs_op *op);
-	int (*retries)(const struct bs_config *cfg, int err);
+	int (*retries)(struct bs_op *op, const struct bs_config *cfg, int err);
 };
 /* op for destination d (its key, and the text the log shows): attempted
  * at once unless d is backing off, then retried on its schedule, one

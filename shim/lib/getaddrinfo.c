@@ -40,11 +40,24 @@ static int attempt(struct bs_op *op)
 	return l->last ? BS_ERR_EAI(l->last) : 0;
 }
 
+/* Did libc say "not known" without asking a name server? For a name
+ * none could know, when it ran out of descriptors or memory, or when
+ * AI_ADDRCONFIG leaves out the one family asked for (that it asked none
+ * cannot be told apart: when in doubt, the program's). */
+static int not_known_here(const struct lookup *l)
+{
+	int flags = l->hints ? l->hints->ai_flags : 0, family = l->hints ? l->hints->ai_family : 0;
+	return !bs_name_may_resolve(l->node, l->svc, flags) ||
+	       l->errno_after == EMFILE || l->errno_after == ENFILE || l->errno_after == ENOMEM ||
+	       ((flags & AI_ADDRCONFIG) && family != AF_UNSPEC);
+}
+
 /* Does this lookup error (BS_ERR_EAI) lead into backoff under cfg? */
-static int retries(const struct bs_config *cfg, int err)
+static int retries(struct bs_op *op, const struct bs_config *cfg, int err)
 {
 	return (err == BS_ERR_EAI(EAI_AGAIN) && cfg->resolve >= BS_RESOLVE_TEMPORARY) ||
-	       (err == BS_ERR_EAI(EAI_NONAME) && cfg->resolve == BS_RESOLVE_WAIT);
+	       (err == BS_ERR_EAI(EAI_NONAME) && cfg->resolve == BS_RESOLVE_WAIT &&
+		!not_known_here((const struct lookup *)op));
 }
 
 /* A name, not an address written out: an empty node or one with a ':'
@@ -68,7 +81,8 @@ static int resolve(const struct bs_config *cfg, const char *node, const char *sv
 		return bs_real_getaddrinfo(node, svc, hints, res);
 	bs_first_connect(); /* the shared table, as for a connect */
 	struct lookup l = {{attempt, retries}, node, svc, hints, res, 0, errno, errno};
-	struct bs_dest d = {bs_name_key(a, len), a, len};
+	uint64_t key = bs_name_key_of_family(bs_name_key(a, len), hints ? hints->ai_family : 0);
+	struct bs_dest d = {key, a, len};
 	int r = bs_engine_retry_op(cfg, &d, &l.op);
 	if (r == 0) /* a name has no first byte to wait for: healthy now */
 		bs_outcome_healthy(d.key);

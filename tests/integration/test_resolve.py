@@ -378,3 +378,58 @@ def test_a_signal_ends_a_lookups_wait_as_it_ends_a_connects():
           % (out, err[-300:]))
     check(took < 0.5 + float(plain.split()[1]) + 3.0, "the lookup ended %.1fs after its start "
           "with a 0.5s alarm (budget 20s): %r" % (took, out))
+
+
+def test_a_name_that_fails_for_one_family_does_not_hold_up_the_other():
+    """Process A asks for db's IPv6 addresses, which do not exist (NXDOMAIN
+    for AAAA), and backs off under `wait`; process B asks for its IPv4
+    address in the same table. B waited for A's schedule (keyed by the name
+    alone), where without the shim it is answered at once."""
+    table = new_table()
+    slow = dict(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="3s",
+                BACKOFFSHIM_MAX_BACKOFF="3s", BACKOFFSHIM_RESOLVE="wait")
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        srv.set("db", "answer", v4=["127.0.0.1"], qtype="A")
+        plain = gai("db", base_env(), family="inet")
+        a = spawn([sys.executable, "-c", "import socket\n"
+                   "socket.getaddrinfo('db', 80, socket.AF_INET6)"],
+                  shim_env(BACKOFFSHIM_MAX_ELAPSED="10s", **slow))
+        try:
+            wait_status_row(table, lambda r: r["destination"].startswith("db:") and
+                            r["failures"] > 0, what="A backing off on the name")
+            b = gai("db", shim_env(**slow), family="inet")
+        finally:
+            a.kill()
+            a.wait()
+    check(plain.code == b.code == 0 and plain.addrs == b.addrs, "results %r %r" % (plain, b))
+    check_not_delayed("B's IPv4 lookup while A backs off on IPv6", plain.seconds, b.seconds,
+                      wait=3.0)
+
+
+def test_a_lookup_libc_fails_without_asking_is_not_waited_on():
+    """Under `wait`, lookups that libc answers "not known" without asking a
+    name server were retried to the end of the budget, though nothing on a
+    server could change them: a malformed name, a service name under
+    AI_NUMERICSERV, AI_ADDRCONFIG for a family the host lacks (only lo is
+    up here). Each must fail as fast as without the shim."""
+    code = ("import json, socket, sys, time\n"
+            "out = []\n"
+            "for host, svc, fam, flags in [(b'a..b', 80, 0, 0), (b'-x', 80, 0, 0),\n"
+            "        (b'db', 'http', 0, socket.AI_NUMERICSERV),\n"
+            "        (b'db', 80, socket.AF_INET, socket.AI_ADDRCONFIG)]:\n"
+            "    t = time.monotonic()\n"
+            "    try: socket.getaddrinfo(host, svc, fam, socket.SOCK_STREAM, 0, flags); c = 0\n"
+            "    except socket.gaierror as e: c = e.errno\n"
+            "    out.append([host.decode(), c, time.monotonic() - t])\n"
+            "print(json.dumps(out))\n")
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        srv.set("db", "answer", v4=["127.0.0.1"])
+        rc, plain, _ = run([sys.executable, "-c", code], base_env())
+        env = shim_env(BACKOFFSHIM_RESOLVE="wait", BACKOFFSHIM_MAX_ELAPSED="10s")
+        rc2, out, err = run([sys.executable, "-c", code], env, timeout=60)
+    check(rc == rc2 == 0, "rc %d %d: %r" % (rc, rc2, err[-300:]))
+    plain, out = json.loads(plain), json.loads(out)
+    check(all(c == EAI_NONAME for _, c, _ in plain), "without the shim: %r" % plain)
+    for (host, c, s), (_, c2, s2) in zip(plain, out):
+        check(c2 == c, "%s: %d with the shim, %d without" % (host, c2, c))
+        check_not_delayed("the lookup of %r" % host, s, s2, wait=1.0)

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <netdb.h>
 #include <string.h>
 #include <sys/un.h>
 
@@ -559,6 +560,44 @@ static void test_name_addr(void **state)
 	assert_int_equal(bs_name_key((const struct sockaddr *)&in, sizeof in), 0);
 }
 
+/* Lookups libc answers "not known" without a name server are not waited on. */
+static void test_name_may_resolve(void **state)
+{
+	(void)state;
+	char long_label[80], long_name[300];
+	memset(long_label, 'a', 64);
+	long_label[64] = '\0';
+	memset(long_name, 'a', sizeof long_name - 1);
+	long_name[sizeof long_name - 1] = '\0';
+	for (int i = 50; i < 299; i += 50)
+		long_name[i] = '.';
+	static const char *const fine[] = {"db", "db.", "my_service", "a-b.example", "x1.y2.z3"};
+	for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
+		assert_true(bs_name_may_resolve(fine[i], "80", 0));
+	const char *bad[] = {"", ".", "a..b", ".a", "a b", "a\tb", "-x", "a.-b", "a..", long_label,
+			     long_name};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		assert_false(bs_name_may_resolve(bad[i], "80", 0));
+	assert_true(bs_name_may_resolve("db", "http", 0));
+	assert_true(bs_name_may_resolve("db", "8080", AI_NUMERICSERV));
+	assert_true(bs_name_may_resolve("db", NULL, AI_NUMERICSERV));
+	assert_false(bs_name_may_resolve("db", "http", AI_NUMERICSERV));
+}
+
+/* A lookup for one family has a key of its own; all are the name's. */
+static void test_name_key_of_family(void **state)
+{
+	(void)state;
+	struct bs_name_addr a;
+	socklen_t len = bs_name_addr(&a, "db", "80");
+	uint64_t k = bs_name_key((const struct sockaddr *)&a, len);
+	uint64_t k4 = bs_name_key_of_family(k, AF_INET), k6 = bs_name_key_of_family(k, AF_INET6);
+	assert_int_equal(bs_name_key_of_family(k, AF_UNSPEC), k);
+	assert_true(k4 != k && k6 != k && k4 != k6 && k4 && k6);
+	assert_true(bs_name_keys_match(k, k) && bs_name_keys_match(k4, k) && bs_name_keys_match(k6, k));
+	assert_false(bs_name_keys_match(k + 2, k));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -577,6 +616,8 @@ int main(void)
 		cmocka_unit_test(test_keys_nonzero_distinct),
 		cmocka_unit_test(test_truncation),
 		cmocka_unit_test(test_name_addr),
+		cmocka_unit_test(test_name_may_resolve),
+		cmocka_unit_test(test_name_key_of_family),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
