@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -336,6 +337,36 @@ static int names_lock_file(int fd)
 	       (uint64_t)st.st_ino == atomic_load(&g_lock_ino);
 }
 
+/* The lock file's descriptors this process holds a lock through (fd + 1;
+ * 0: a free place). A fork child shares each one's open file description,
+ * and with it the lock: it closes its copies, so that a lock ends with the
+ * call that took it, not with a long-lived child. */
+#define HELD_MAX 64
+static _Atomic int g_held[HELD_MAX];
+
+static void note_held(int fd, int held)
+{
+	for (int i = 0; i < HELD_MAX; i++) {
+		int want = held ? 0 : fd + 1;
+		if (atomic_compare_exchange_strong(&g_held[i], &want, held ? fd + 1 : 0))
+			return; /* (none free: a child keeps that one, until its stale time) */
+	}
+}
+
+static void close_held_in_child(void)
+{
+	for (int i = 0; i < HELD_MAX; i++) {
+		int v = atomic_exchange(&g_held[i], 0);
+		if (v > 0 && names_lock_file(v - 1))
+			BS_SYS(SYS_close, v - 1);
+	}
+}
+
+__attribute__((constructor)) static void shared_fork_hooks(void)
+{
+	pthread_atfork(NULL, NULL, close_held_in_child);
+}
+
 /* A write lock on one byte of the lock file (shtab.h says which). */
 #define BYTE_LOCK(at) {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)(at), .l_len = 1}
 
@@ -351,8 +382,9 @@ static int hold_at(off_t at)
 	long r = BS_SYS(SYS_fcntl, fd, F_OFD_SETLK, &fl);
 	if (r != 0) {
 		BS_SYS(SYS_close, fd);
-		fd = r == -EAGAIN || r == -EACCES ? BS_SHARED_BUSY : -1;
+		return r == -EAGAIN || r == -EACCES ? BS_SHARED_BUSY : -1;
 	}
+	note_held(fd, 1);
 	return fd;
 }
 
@@ -364,8 +396,11 @@ int bs_shared_hold(const struct bs_entry *e)
 
 void bs_shared_release(int token)
 {
-	if (token >= 0 && names_lock_file(token))
+	if (token < 0)
+		return;
+	if (names_lock_file(token))
 		BS_SYS(SYS_close, token); /* the last close of the description unlocks */
+	note_held(token, 0); /* (after: a fork in between finds it closed) */
 }
 
 int bs_shared_held_elsewhere(const struct bs_entry *e)

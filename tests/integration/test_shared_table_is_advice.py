@@ -5,6 +5,7 @@ and behaves as it does without the shim where the shim has nothing to add.
 One test per row of the issue's table; each compares with the same program
 without the shim where that applies, and synchronises on events (status
 polls, output lines, SYNs on the wire) with bounded waits."""
+import fcntl
 import os
 import random
 import re
@@ -449,3 +450,66 @@ def test_a_forged_responsive_interval_is_bounded_by_the_policy():
     check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
           % (rc, out, plain[0], plain[1], err[-400:]))
     check(took < plain_s + 2.4 + 1.0, "waited %.1fs with a 2s max backoff" % took)
+
+
+def _locks_held(path):
+    """Is any byte of the lock file locked (by anyone but this process)?"""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        # struct flock: l_type, l_whence (short), l_start, l_len (off_t), l_pid (int)
+        fl = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        got = fcntl.fcntl(fd, 36, fl)  # F_OFD_GETLK
+        return struct.unpack("hhqqi4x", got)[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
+def test_a_fork_child_does_not_keep_the_lock_of_an_attempt_in_flight():
+    """A thread's retry is in flight (it holds the destination's probe lock
+    through a lock-file descriptor) when the program forks a long-lived
+    child; then the thread's connect ends. The child shared the
+    descriptor, and the lock with it: other processes took the attempt for
+    alive for as long as the child lived. Once the connect has ended, no
+    byte of the lock file may be locked while the child lives on."""
+    port = free_port()
+    table = new_table()
+    code = ("import os, socket, sys, threading\n"
+            "def conn():\n"
+            "    s = socket.socket()\n"
+            "    try: s.connect(('127.0.0.1', %d))\n"
+            "    except OSError: pass\n"
+            "t = threading.Thread(target=conn)\n"
+            "t.start()\n"
+            "sys.stdin.readline()\n"
+            "if os.fork() == 0:\n"
+            "    sys.stdin.read()\n"
+            "    os._exit(0)\n"
+            "t.join()\n"
+            "print('joined', flush=True)\n"
+            "os._exit(0)\n" % port)
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ELAPSED="1500ms")
+    with SynSniffer(port) as sn:
+        p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        hole = None
+        try:
+            check(sn.wait_for(1, 10) >= 1, "no first SYN")
+            hole = FullQueue(port)  # (its own connection is one SYN)
+            check(sn.wait_for(3, 10) >= 3, "no retry on the wire")
+            p.stdin.write("fork\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+            check(line == "joined\n", "the program: %r" % line)
+            held = _locks_held(sysv.lock_path(sysv.key(table)))
+        finally:
+            p.stdin.close()
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            err = p.stderr.read()
+            if hole:
+                hole.close()
+    check(not held, "a byte of the lock file is still locked once the connect ended, "
+          "while the fork child lives: %r" % err[-300:])
