@@ -3,6 +3,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "policy.h"
 #include "table.h"
 #include "timeout.h"
 
@@ -13,7 +14,9 @@
 void bs_attempt_init(struct bs_attempt *a, const struct bs_config *cfg, uint64_t start,
 		     uint64_t prog_timeout)
 {
-	*a = (struct bs_attempt){.anchor_at = start};
+	/* (the longest any engine's probe runs: the seccomp engine's) */
+	uint64_t most = bs_policy_longest_wait(&cfg->policy) + cfg->policy.min_connect_timeout;
+	*a = (struct bs_attempt){.anchor_at = start, .probe_most = most + BS_PROBE_GRACE};
 	bs_budget_init(&a->b, start, cfg->max_elapsed, cfg->max_attempts, prog_timeout);
 }
 
@@ -70,7 +73,7 @@ static struct bs_decision verdict(enum bs_verdict v, uint64_t until, int reset)
 static struct bs_decision probe_or_wait(struct bs_attempt *a, const struct bs_attempt_view *v,
 					uint64_t now, int join)
 {
-	uint64_t stale = bs_probe_stale_at(v->probe);
+	uint64_t stale = bs_attempt_probe_stale(a, v->probe, now);
 	if (v->probe && stale > now && v->probe_live) {
 		uint64_t end = bs_budget_end(&a->b);
 		return verdict(BS_WAIT, stale < end ? stale : end, 0);
@@ -122,10 +125,19 @@ uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid)
 	return bs_probe_make(now + BS_PROBE_GRACE + timeout, tid);
 }
 
-int bs_attempt_lock_busy_waits(uint64_t probe, uint64_t now, int *waited_empty)
+uint64_t bs_attempt_probe_stale(struct bs_attempt *a, uint64_t p, uint64_t now)
+{
+	if (p != a->probe_seen)
+		a->probe_seen = p, a->probe_seen_at = now;
+	uint64_t stale = bs_probe_stale_at(p), bound = a->probe_seen_at + a->probe_most;
+	return stale < bound ? stale : bound;
+}
+
+int bs_attempt_lock_busy_waits(struct bs_attempt *a, uint64_t probe, uint64_t now,
+			       int *waited_empty)
 {
 	if (probe)
-		return bs_probe_stale_at(probe) > now;
+		return bs_attempt_probe_stale(a, probe, now) > now;
 	if (*waited_empty)
 		return 0;
 	*waited_empty = 1;

@@ -38,6 +38,10 @@ struct bs_attempt {
 	uint32_t resets;    /* the destination's reset count last seen */
 	int last_err;       /* the last real error: its own, or the destination's */
 	int own_failed;     /* its own attempt failed since it last looked */
+	/* the probe word it last saw held, since when, and how long this
+	 * policy's longest attempt may hold one: the word's stale time is
+	 * another process's (or a forged) clock, bounded by its own */
+	uint64_t probe_seen, probe_seen_at, probe_most;
 };
 
 /* What the caller read of the destination. */
@@ -126,7 +130,12 @@ uint64_t bs_attempt_probe(uint64_t now, uint64_t timeout, uint32_t tid);
  * it and lose the probe to it). Past that the holder is gone or stopped,
  * or a fork child kept its lock, and the probe word alone decides (0).
  * *waited_empty: the caller's flag for the once, 0 when its call begins. */
-int bs_attempt_lock_busy_waits(uint64_t probe, uint64_t now, int *waited_empty);
+int bs_attempt_lock_busy_waits(struct bs_attempt *a, uint64_t probe, uint64_t now,
+			       int *waited_empty);
+
+/* When the probe word p goes stale for this attempt: its own stale time,
+ * but no later than probe_most after the attempt first saw it. */
+uint64_t bs_attempt_probe_stale(struct bs_attempt *a, uint64_t p, uint64_t now);
 
 struct sockaddr;
 

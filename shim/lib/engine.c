@@ -257,9 +257,9 @@ static int plain_attempt(struct call *c, uint64_t s, uint64_t now)
 /* Another live thread's probe of the destination is still in time: a
  * thread of this process, or one in a process that holds the entry's lock
  * in the shared table. */
-static int probe_held_elsewhere(const struct call *c, uint64_t p, uint64_t now)
+static int probe_held_elsewhere(struct call *c, uint64_t p, uint64_t now)
 {
-	return p && bs_probe_stale_at(p) > now && bs_probe_tid(p) != c->tid &&
+	return p && bs_attempt_probe_stale(&c->a, p, now) > now && bs_probe_tid(p) != c->tid &&
 	       (bs_thread_alive(bs_probe_tid(p)) || bs_shared_held_elsewhere(c->e));
 }
 
@@ -274,7 +274,7 @@ static int take_probe_and_attempt(struct call *c, uint64_t s, uint64_t now, uint
 	c->lock = bs_shared_hold(c->e);
 	if (c->lock == BS_SHARED_BUSY) {
 		c->lock = -1;
-		if (bs_attempt_lock_busy_waits(p, now, &c->lock_waited))
+		if (bs_attempt_lock_busy_waits(&c->a, p, now, &c->lock_waited))
 			return wait_step(c, s, now + SHARED_RECHECK);
 	}
 	if (!bs_probe_take(c->e, p, mine)) {
@@ -305,8 +305,9 @@ static uint64_t join_at(struct call *c, uint64_t s, uint64_t now, int probe_held
 		return UINT64_MAX;
 	uint64_t at = atomic_load(&c->e->attempt_at);
 	c->join_seen = at;
-	return at > now ? now + c->cfg->policy.initial_backoff
-			: at + c->cfg->policy.initial_backoff;
+	/* (a start in the future is no fact: another time namespace's clock,
+	 * or a forged word) */
+	return at > now ? now : at + c->cfg->policy.initial_backoff;
 }
 
 static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)

@@ -431,7 +431,7 @@ static void judge(struct bs_sup *s, struct op *o, uint64_t now)
 		case BS_TAKE_PROBE: /* the library's order: the lock byte, then the word */
 			lock = bs_sup_hold_probe(s->tab, e);
 			if (lock == BS_SUP_BUSY &&
-			    bs_attempt_lock_busy_waits(v.probe, now, &o->lock_waited)) {
+			    bs_attempt_lock_busy_waits(&o->a, v.probe, now, &o->lock_waited)) {
 				o->phase = WAITING, o->due = now + SHARED_RECHECK;
 				return;
 			}

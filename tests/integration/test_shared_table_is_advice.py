@@ -513,3 +513,29 @@ def test_a_fork_child_does_not_keep_the_lock_of_an_attempt_in_flight():
                 hole.close()
     check(not held, "a byte of the lock file is still locked once the connect ended, "
           "while the fork child lives: %r" % err[-300:])
+
+
+def test_an_attempt_start_in_the_future_holds_no_newcomer():
+    """The destination's last attempt start, as another process wrote it,
+    an hour ahead of this clock (a process in a time namespace, or a forged
+    word). A newcomer to the backing-off destination, whose server is up
+    again, waited: its turn (start + initial_backoff) was recomputed from
+    `now` on every pass and never came. Now a start in the future is no
+    fact, and the newcomer connects as without the shim."""
+    port = free_port()
+    table = new_table()
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="5s",
+                   BACKOFFSHIM_MAX_BACKOFF="5s", BACKOFFSHIM_MAX_ELAPSED="8s")
+    run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
+    _forge_used_entries(table, 88, "<Q", time.monotonic_ns() + 3600 * 10**9)
+    with Server(port).start():
+        t0 = time.monotonic()
+        plain = run(_client(port), base_env())
+        plain_s = time.monotonic() - t0
+        t0 = time.monotonic()
+        rc, out, err = run(_client(port), env, timeout=30)
+        took = time.monotonic() - t0
+    check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
+          % (rc, out, plain[0], plain[1], err[-400:]))
+    check(took < plain_s + 2.0, "the newcomer took %.1fs (its first wait is 5s): %r"
+          % (took, err[-300:]))

@@ -29,6 +29,7 @@ static struct bs_attempt fresh(uint64_t max_elapsed, uint32_t max_attempts)
 	memset(&cfg, 0, sizeof cfg);
 	cfg.max_elapsed = max_elapsed;
 	cfg.max_attempts = max_attempts;
+	cfg.policy.min_connect_timeout = 20 * SEC;
 	struct bs_attempt a;
 	bs_attempt_init(&a, &cfg, T0, BS_BUDGET_NO_TIMEOUT);
 	return a;
@@ -282,15 +283,42 @@ static void test_paced(void **state)
 static void test_lock_busy(void **state)
 {
 	(void)state;
+	struct bs_attempt a = fresh(0, 0);
 	uint64_t p = bs_attempt_probe(T0, 2 * SEC, 42);
 	int waited = 0;
-	assert_int_equal(bs_attempt_lock_busy_waits(p, T0 + SEC, &waited), 1);
-	assert_int_equal(bs_attempt_lock_busy_waits(p, T0 + 3 * SEC + BS_PROBE_GRACE, &waited), 0);
+	assert_int_equal(bs_attempt_lock_busy_waits(&a, p, T0 + SEC, &waited), 1);
+	assert_int_equal(bs_attempt_lock_busy_waits(&a, p, T0 + 3 * SEC + BS_PROBE_GRACE, &waited), 0);
 	assert_int_equal(waited, 0);
-	assert_int_equal(bs_attempt_lock_busy_waits(0, T0, &waited), 1);
+	assert_int_equal(bs_attempt_lock_busy_waits(&a, 0, T0, &waited), 1);
 	assert_int_equal(waited, 1);
-	assert_int_equal(bs_attempt_lock_busy_waits(0, T0 + SEC, &waited), 0);
-	assert_int_equal(bs_attempt_lock_busy_waits(p, T0 + SEC, &waited), 1);
+	assert_int_equal(bs_attempt_lock_busy_waits(&a, 0, T0 + SEC, &waited), 0);
+	assert_int_equal(bs_attempt_lock_busy_waits(&a, p, T0 + SEC, &waited), 1);
+}
+
+/* A probe word whose stale time lies an hour ahead (another time
+ * namespace's clock, a forged word) holds the others no longer than this
+ * policy's longest probe, from when they first saw it; a new word starts
+ * the count afresh. */
+static void test_probe_stale_time_is_bounded(void **state)
+{
+	(void)state;
+	struct bs_attempt a = fresh(0, 0);
+	uint64_t s = bs_state_make(T0, 1);
+	bs_attempt_join(&a, s, 0, 0);
+	struct bs_attempt_view v = view(s);
+	v.probe = bs_probe_make(T0 + 3600 * SEC, 77);
+	uint64_t seen = T0 + SEC, most = a.probe_most;
+	assert_true(most >= 20 * SEC && most < 3600 * SEC);
+	struct bs_decision d = bs_attempt_decide(&a, &v, seen, LONGEST);
+	assert_true(d.verdict == BS_WAIT && d.until == seen + most);
+	d = bs_attempt_decide(&a, &v, seen + most / 2, LONGEST);
+	assert_true(d.verdict == BS_WAIT && d.until == seen + most); /* (not a moving bound) */
+	assert_int_equal(bs_attempt_decide(&a, &v, seen + most, LONGEST).verdict, BS_TAKE_PROBE);
+	int waited = 0;
+	assert_int_equal(bs_attempt_lock_busy_waits(&a, v.probe, seen + most, &waited), 0);
+	v.probe = bs_probe_make(T0 + 7200 * SEC, 78);
+	d = bs_attempt_decide(&a, &v, seen + most, LONGEST);
+	assert_true(d.verdict == BS_WAIT && d.until == 2 * most + seen);
 }
 
 /* A socket as options: TCP_USER_TIMEOUT, TCP_SYNCNT, IPV6_V6ONLY. */
@@ -350,6 +378,7 @@ int main(void)
 		cmocka_unit_test(test_no_wait),
 		cmocka_unit_test(test_paced),
 		cmocka_unit_test(test_lock_busy),
+		cmocka_unit_test(test_probe_stale_time_is_bounded),
 		cmocka_unit_test(test_final_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
