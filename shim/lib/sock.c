@@ -99,12 +99,22 @@ int bs_sock_is_blocking_stream(int fd)
 	return fl >= 0 && !(fl & O_NONBLOCK);
 }
 
-int bs_sock_answers_at_once(int fd, const struct sockaddr *addr)
+/* A socket's state as TCP's states name it: tcp_info's for TCP; for
+ * another stream socket (AF_UNIX), connected (TCP_ESTABLISHED) or
+ * listening (TCP_LISTEN), else not known (-1). */
+static int stream_state(int fd)
 {
 	uint8_t state; /* (tcp_info's first byte) */
 	socklen_t l = sizeof state;
-	int tcp = !sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &state, &l);
-	return bs_addr_answered_at_once(addr, sol_int(fd, SO_DOMAIN), tcp ? state : -1);
+	if (!sys_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &state, &l))
+		return state;
+	enum { ESTABLISHED = 1, LISTEN = 10 }; /* (the kernel's TCP_ESTABLISHED, TCP_LISTEN) */
+	return bs_sock_has_peer(fd) ? ESTABLISHED : bs_sock_is_listening(fd) ? LISTEN : -1;
+}
+
+int bs_sock_answers_at_once(int fd, const struct sockaddr *addr)
+{
+	return addr && bs_addr_answered_at_once(addr, sol_int(fd, SO_DOMAIN), stream_state(fd));
 }
 
 int bs_sock_take_error(int fd)
@@ -160,8 +170,10 @@ static int int_option(void *fd, int level, int name)
 
 int bs_sock_error_is_final(int fd, const struct sockaddr *addr, int err)
 {
+	/* (a connected or listening socket's refusal: no retry connects it) */
 	return bs_attempt_error_is_final(err, addr, int_option, (void *)(intptr_t)fd,
-					 host_syn_retries);
+					 host_syn_retries) ||
+	       bs_sock_answers_at_once(fd, addr);
 }
 
 uint64_t bs_sock_sndtimeo_ns(int fd)

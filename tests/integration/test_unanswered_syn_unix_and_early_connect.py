@@ -210,3 +210,33 @@ def test_a_clock_another_preload_fakes_is_not_the_shims():
             p.kill()
             p.wait()
     check(p.returncode == 0 and "connected" in out, "with the shim: %r %r" % (out, err[-300:]))
+
+
+def test_a_connected_unix_socket_is_not_retried():
+    """With `unix = on`, a unix socket already connected to a live path
+    connects again to a path whose listener is gone: the kernel refuses at
+    once, and no retry could connect a connected socket. The shim retried it
+    to the end of its budget (228 s with the defaults, measured)."""
+    with tempfile.TemporaryDirectory() as d:
+        live, dead = os.path.join(d, "live"), os.path.join(d, "dead")
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(live)
+        srv.listen(4)
+        gone = socket.socket(socket.AF_UNIX)
+        gone.bind(dead)  # bound, not listening: refused
+        code = ("import socket, sys, time\n"
+                "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+                "t = time.monotonic()\n"
+                "try: s.connect(sys.argv[2]); print('connected')\n"
+                "except OSError as e: print(e.strerror)\n"
+                "print('%.2f' % (time.monotonic() - t))\n")
+        rc, plain, _ = run([sys.executable, "-c", code, live, dead], base_env())
+        rc2, out, err = run([sys.executable, "-c", code, live, dead],
+                            shim_env(BACKOFFSHIM_UNIX="on", BACKOFFSHIM_MAX_ELAPSED="10s"),
+                            timeout=30)
+        srv.close()
+        gone.close()
+    check(rc == rc2 == 0 and plain.split()[0] == out.split()[0] == "Connection",
+          "with the shim %r, without %r; %s" % (out, plain, err[-300:]))
+    check_not_delayed("a connected unix socket's refusal", float(plain.split()[-1]),
+                      float(out.split()[-1]))
