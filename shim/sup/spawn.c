@@ -230,9 +230,10 @@ static int program_stopped(const struct loop *l)
 	return end && (end[2] == 'T' || end[2] == 't');
 }
 
-/* Stop as the program stopped (Ctrl-Z, a stop it sent itself, a SIGSTOP to
- * its pid), so that the shell that waits for the supervisor sees its job
- * stop; once continued, continue the program if nothing else did. */
+/* Stop as the program stopped for job control (Ctrl-Z, a suspend it asked
+ * for itself, a read from the terminal in the background), so that the
+ * shell that waits for the supervisor sees its job stop and continues the
+ * group; once continued, continue the program if nothing else did. */
 static void stop_like(struct loop *l, int sig)
 {
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
@@ -248,18 +249,20 @@ static void stop_like(struct loop *l, int sig)
 		kill(l->child, SIGCONT);
 }
 
+/* A SIGSTOP comes from a tool that continues the pid it stopped (kill,
+ * cpulimit, a debugger), never the supervisor: it is not copied. */
+static int is_job_stop(int sig)
+{
+	return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 static void follow_a_stop(struct loop *l)
 {
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
 	if (!l->exited && waitid(P_PID, (id_t)l->child, &si, WSTOPPED | WNOHANG) == 0 &&
-	    si.si_pid == l->child && si.si_code == CLD_STOPPED)
+	    si.si_pid == l->child && si.si_code == CLD_STOPPED && is_job_stop(si.si_status))
 		stop_like(l, si.si_status);
-}
-
-static int is_job_control(int sig)
-{
-	return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU || sig == SIGCONT;
 }
 
 static void forward(struct loop *l)
@@ -272,17 +275,18 @@ static void forward(struct loop *l)
 		}
 		if (l->exited || !for_the_program(&si))
 			continue;
-		if (is_job_control((int)si.ssi_signo)) {
-			/* sent to the supervisor alone: the program decides (it
-			 * may ignore a stop); a continue it already had is not
-			 * sent twice */
-			if ((pid_t)si.ssi_pid != l->child &&
-			    (si.ssi_signo != SIGCONT || program_stopped(l)))
-				kill(l->child, (int)si.ssi_signo);
-		} else if (sent_to_the_parent(l, &si))
-			kill(getppid(), (int)si.ssi_signo);
-		else if ((pid_t)si.ssi_pid != l->child)
+		if (is_job_stop((int)si.ssi_signo))
+			continue; /* (the program's to take, from the group: a
+				   * second one, forwarded, would stop it twice) */
+		if (si.ssi_signo == SIGCONT) {
+			if ((pid_t)si.ssi_pid != l->child && program_stopped(l))
+				kill(l->child, SIGCONT); /* (one it had is not sent twice) */
+		} else if (sent_to_the_parent(l, &si)) {
+			if (getppid() > 1) /* (0: a container's pid 1 has no parent to tell) */
+				kill(getppid(), (int)si.ssi_signo);
+		} else if ((pid_t)si.ssi_pid != l->child) {
 			kill(l->child, (int)si.ssi_signo);
+		}
 	}
 }
 

@@ -722,17 +722,32 @@ def _wait_untraced(p, timeout=10):
     raise TestFailure("no wait status in %ds" % timeout)
 
 
+def _state_becomes(pid, state, timeout):
+    """Whether /proc says pid is in `state` within timeout (polled)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == state:
+                    return True
+        except OSError:
+            return False
+        time.sleep(0.01)
+    return False
+
+
 def _job(cmd, env):
     return subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, process_group=0)
 
 
 def test_a_program_that_stops_itself_stops_its_job():
-    """A program that stops itself (a TUI's Ctrl-Z handler, `kill -STOP`):
-    without the engine its parent (a shell) sees the job stop and continues
-    it. The supervisor waited for exits alone: the shell waited for good."""
+    """A program that suspends itself (a TUI's Ctrl-Z handler raises
+    SIGTSTP): without the engine its parent (a shell) sees the job stop and
+    continues it. The supervisor waited for exits alone: the shell waited
+    for good."""
     need_engine()
-    cmd = ["sh", "-c", "kill -STOP $$; echo after"]
+    cmd = ["sh", "-c", "kill -TSTP $$; echo after"]
     seen = {}
     for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
         p = _job(c, env)
@@ -749,8 +764,41 @@ def test_a_program_that_stops_itself_stops_its_job():
             if p.returncode is None:
                 p.kill()
         seen[mode] = (first, end, out)
-    check(seen["plain"] == (("stopped", signal.SIGSTOP), ("exited", 0), "after\n"),
+    check(seen["plain"] == (("stopped", signal.SIGTSTP), ("exited", 0), "after\n"),
           "plain: %r" % (seen["plain"],))
+    check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
+          % (seen["seccomp"], seen["plain"]))
+
+
+def test_a_program_stopped_and_continued_by_pid_leaves_its_job_running():
+    """`kill -STOP` then `kill -CONT` on the program's pid (cpulimit, a
+    debugger): the shell's job never stops. A supervisor that copied the
+    stop stayed stopped, since the continue went to the program alone, and
+    the program's next connect would have hung on it."""
+    need_engine()
+    cmd = ["sh", "-c", "echo ready; read x; echo done"]
+    seen = {}
+    for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
+        p = _job(c, env)
+        try:
+            ready = p.stdout.readline()
+            prog_pid = p.pid if mode == "plain" else the_child(p.pid, "the program")
+            os.kill(prog_pid, signal.SIGSTOP)
+            # the supervisor's reaction to the stop (none is wanted) has
+            # half a second before the continue
+            check(_state_becomes(prog_pid, "T", 5), "the program did not stop")
+            _state_becomes(p.pid, "T", 0.5)
+            os.kill(prog_pid, signal.SIGCONT)
+            p.stdin.write("go\n")
+            p.stdin.close()
+            out = p.stdout.read()
+            end = _wait_untraced(p)
+        finally:
+            if p.returncode is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.kill()
+        seen[mode] = (ready, end, out)
+    check(seen["plain"] == ("ready\n", ("exited", 0), "done\n"), "plain: %r" % (seen["plain"],))
     check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
           % (seen["seccomp"], seen["plain"]))
 
