@@ -186,24 +186,33 @@ static int all_digits(const char *s)
 	return !*s;
 }
 
+/* glibc's res_hnok, which its DNS lookup asks before it sends a query: a
+ * dotted name of labels of 1 to 63 letters, digits, '-' and '_', 253 bytes
+ * at most, not starting with '-'. (AI_IDN turns other bytes into
+ * letters first: they are left to libc then.) */
+static int glibc_would_ask(const char *node, int idn)
+{
+	size_t n = strlen(node), label = 0;
+	if (n && node[n - 1] == '.')
+		n--; /* (the root's dot) */
+	if (!n || n > 253 || node[0] == '-' || node[n - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)node[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '-' || c == '_' || c == '.' || (idn && c >= 0x80);
+		label = c == '.' ? 0 : label + 1;
+		if (!ok || (c == '.' && (!i || node[i - 1] == '.')) || label > 63)
+			return 0;
+	}
+	return 1;
+}
+
 int bs_name_may_resolve(const char *node, const char *svc, int flags)
 {
 	if ((flags & AI_NUMERICSERV) && svc && !all_digits(svc))
 		return 0;
-	size_t n = strlen(node), label = 0;
-	if (n && node[n - 1] == '.')
-		n--; /* (the root's dot) */
-	if (!n || n > 253)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)node[i];
-		if (c <= ' ' || c == 0x7f || (c == '-' && !label))
-			return 0;
-		label = c == '.' ? 0 : label + 1;
-		if ((c == '.' && (!i || node[i - 1] == '.')) || label > 63)
-			return 0;
-	}
-	return node[n - 1] != '.';
+	return glibc_would_ask(node, flags & AI_IDN);
 }
 
 unsigned bs_name_parts(const struct sockaddr *a, socklen_t len, unsigned *port)

@@ -79,9 +79,9 @@ uint64_t bs_name_key_of_family(uint64_t unspec, int family);
 int bs_name_keys_match(uint64_t any, uint64_t unspec);
 /* Could a name server ever answer this lookup (getaddrinfo's node, service
  * and ai_flags)? Not when libc says "not known" without asking one: a
- * name no DNS name can be (an empty or over-long label, a blank or a
- * control character, a label that starts with '-', over 253 bytes), or a
- * service that is not a number under AI_NUMERICSERV. */
+ * name its hostname check refuses (glibc's res_hnok: labels of letters,
+ * digits, '-' and '_', none empty or over 63 bytes, 253 in all, no '-'
+ * first), or a service that is not a number under AI_NUMERICSERV. */
 int bs_name_may_resolve(const char *node, const char *svc, int flags);
 /* Its name's length and its service's port (0: none, or not a number). */
 unsigned bs_name_parts(const struct sockaddr *a, socklen_t len, unsigned *port);

@@ -571,13 +571,15 @@ static void test_name_may_resolve(void **state)
 	long_name[sizeof long_name - 1] = '\0';
 	for (int i = 50; i < 299; i += 50)
 		long_name[i] = '.';
-	static const char *const fine[] = {"db", "db.", "my_service", "a-b.example", "x1.y2.z3"};
+	static const char *const fine[] = {"db", "db.", "my_service", "a-b.example", "x1.y2.z3",
+					   "a.-b"};
 	for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
 		assert_true(bs_name_may_resolve(fine[i], "80", 0));
-	const char *bad[] = {"", ".", "a..b", ".a", "a b", "a\tb", "-x", "a.-b", "a..", long_label,
-			     long_name};
+	const char *bad[] = {"", ".", "a..b", ".a", "a b", "a\tb", "-x", "a..", long_label,
+			     long_name, "db1,db2", "user@db", "a/b", "x*", "caf\xc3\xa9"};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		assert_false(bs_name_may_resolve(bad[i], "80", 0));
+	assert_true(bs_name_may_resolve("caf\xc3\xa9", "80", AI_IDN));
 	assert_true(bs_name_may_resolve("db", "http", 0));
 	assert_true(bs_name_may_resolve("db", "8080", AI_NUMERICSERV));
 	assert_true(bs_name_may_resolve("db", NULL, AI_NUMERICSERV));
