@@ -64,8 +64,9 @@ int bs_wait_cancellable(const uint32_t *word, uint32_t expect, uint64_t deadline
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
 	waiting_type = type + 1;
 	int r = bs_wait(word, expect, deadline);
+	pthread_setcanceltype(type, NULL); /* (then the record: a handler's wait in
+					    * between leaves both alone) */
 	waiting_type = 0;
-	pthread_setcanceltype(type, NULL);
 	return r;
 }
 

@@ -305,9 +305,10 @@ static uint64_t join_at(struct call *c, uint64_t s, uint64_t now, int probe_held
 		return UINT64_MAX;
 	uint64_t at = atomic_load(&c->e->attempt_at);
 	c->join_seen = at;
-	/* (a start in the future is no fact: another time namespace's clock,
-	 * or a forged word) */
-	return at > now ? now : at + c->cfg->policy.initial_backoff;
+	/* (a start further ahead than a racing newcomer's claim could put it
+	 * is no fact: another time namespace's clock, or a forged word) */
+	uint64_t initial = c->cfg->policy.initial_backoff;
+	return at > now + initial ? now : at + initial;
 }
 
 static struct bs_attempt_view view_of(struct call *c, uint64_t s, uint64_t now)

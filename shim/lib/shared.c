@@ -340,7 +340,10 @@ static int names_lock_file(int fd)
 /* The lock file's descriptors this process holds a lock through (fd + 1;
  * 0: a free place). A fork child shares each one's open file description,
  * and with it the lock: it closes its copies, so that a lock ends with the
- * call that took it, not with a long-lived child. */
+ * call that took it, not with a long-lived child. (Left: a fork in another
+ * thread between the lock file's open and its note here; the lock the
+ * child then shares counts for the others only until the probe word's own
+ * deadline.) */
 #define HELD_MAX 64
 static _Atomic int g_held[HELD_MAX];
 
@@ -378,13 +381,14 @@ static int hold_at(off_t at)
 	int fd = open_lock_file();
 	if (fd < 0)
 		return -1;
+	note_held(fd, 1); /* (before the lock: a fork child after it closes its copy) */
 	struct flock fl = BYTE_LOCK(at);
 	long r = BS_SYS(SYS_fcntl, fd, F_OFD_SETLK, &fl);
 	if (r != 0) {
 		BS_SYS(SYS_close, fd);
+		note_held(fd, 0);
 		return r == -EAGAIN || r == -EACCES ? BS_SHARED_BUSY : -1;
 	}
-	note_held(fd, 1);
 	return fd;
 }
 

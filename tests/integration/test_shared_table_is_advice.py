@@ -496,11 +496,13 @@ def test_a_fork_child_does_not_keep_the_lock_of_an_attempt_in_flight():
             check(sn.wait_for(1, 10) >= 1, "no first SYN")
             hole = FullQueue(port)  # (its own connection is one SYN)
             check(sn.wait_for(3, 10) >= 3, "no retry on the wire")
+            lock_file = sysv.lock_path(sysv.key(table))
+            check(_locks_held(lock_file), "no lock held by the attempt in flight at the fork")
             p.stdin.write("fork\n")
             p.stdin.flush()
             line = p.stdout.readline()
             check(line == "joined\n", "the program: %r" % line)
-            held = _locks_held(sysv.lock_path(sysv.key(table)))
+            held = _locks_held(lock_file)
         finally:
             p.stdin.close()
             try:
