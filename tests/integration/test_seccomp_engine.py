@@ -770,25 +770,18 @@ def test_a_program_that_stops_itself_stops_its_job():
           % (seen["seccomp"], seen["plain"]))
 
 
-def test_a_program_stopped_and_continued_by_pid_leaves_its_job_running():
-    """`kill -STOP` then `kill -CONT` on the program's pid (cpulimit, a
-    debugger): the shell's job never stops. A supervisor that copied the
-    stop stayed stopped, since the continue went to the program alone, and
-    the program's next connect would have hung on it."""
+def _reader_job_as_without(cmd, act):
+    """cmd (which prints "ready", reads a line, prints "done") as a job of
+    its own, without and then under the engine: act(p, program's pid)
+    once it is ready, then a line. The two runs must end alike: exited 0,
+    never stopped, "done" printed."""
     need_engine()
-    cmd = ["sh", "-c", "echo ready; read x; echo done"]
     seen = {}
     for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
         p = _job(c, env)
         try:
             ready = p.stdout.readline()
-            prog_pid = p.pid if mode == "plain" else the_child(p.pid, "the program")
-            os.kill(prog_pid, signal.SIGSTOP)
-            # the supervisor's reaction to the stop (none is wanted) has
-            # half a second before the continue
-            check(_state_becomes(prog_pid, "T", 5), "the program did not stop")
-            _state_becomes(p.pid, "T", 0.5)
-            os.kill(prog_pid, signal.SIGCONT)
+            act(p, p.pid if mode == "plain" else the_child(p.pid, "the program"))
             p.stdin.write("go\n")
             p.stdin.close()
             out = p.stdout.read()
@@ -801,32 +794,29 @@ def test_a_program_stopped_and_continued_by_pid_leaves_its_job_running():
     check(seen["plain"] == ("ready\n", ("exited", 0), "done\n"), "plain: %r" % (seen["plain"],))
     check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
           % (seen["seccomp"], seen["plain"]))
+
+
+def test_a_program_stopped_and_continued_by_pid_leaves_its_job_running():
+    """`kill -STOP` then `kill -CONT` on the program's pid (cpulimit, a
+    debugger): the shell's job never stops. A supervisor that copied the
+    stop stayed stopped, since the continue went to the program alone, and
+    the program's next connect would have hung on it."""
+    def stop_and_continue(p, prog_pid):
+        os.kill(prog_pid, signal.SIGSTOP)
+        # the supervisor's reaction to the stop (none is wanted) has half a
+        # second before the continue
+        check(_state_becomes(prog_pid, "T", 5), "the program did not stop")
+        _state_becomes(p.pid, "T", 0.5)
+        os.kill(prog_pid, signal.SIGCONT)
+    _reader_job_as_without(["sh", "-c", "echo ready; read x; echo done"], stop_and_continue)
 
 
 def test_a_program_that_ignores_a_stop_is_not_stopped_for_it():
     """A program that ignores SIGTSTP gets one from its group (Ctrl-Z, a
     `kill -TSTP -PGID`): it runs on. The supervisor took the stop itself, so
     the shell said the job was stopped while the program ran on."""
-    need_engine()
-    cmd = ["sh", "-c", 'trap "" TSTP; echo ready; read x; echo done']
-    seen = {}
-    for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
-        p = _job(c, env)
-        try:
-            ready = p.stdout.readline()
-            os.killpg(p.pid, signal.SIGTSTP)
-            p.stdin.write("go\n")
-            p.stdin.close()
-            out = p.stdout.read()
-            end = _wait_untraced(p)
-        finally:
-            if p.returncode is None:
-                p.kill()
-                os.kill(p.pid, signal.SIGCONT)
-        seen[mode] = (ready, end, out)
-    check(seen["plain"] == ("ready\n", ("exited", 0), "done\n"), "plain: %r" % (seen["plain"],))
-    check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
-          % (seen["seccomp"], seen["plain"]))
+    _reader_job_as_without(["sh", "-c", 'trap "" TSTP; echo ready; read x; echo done'],
+                           lambda p, _: os.killpg(p.pid, signal.SIGTSTP))
 
 
 def test_exit_status_passes_through():

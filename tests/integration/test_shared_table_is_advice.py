@@ -37,6 +37,20 @@ def _segment(table):
 
 # ---- a. the segment removed, the lock file truncated, under waiters ----
 
+def _client_as_without(port, env):
+    """The client without the shim, then with env: the two must print and
+    exit alike. Returns (seconds without, seconds with, stderr with)."""
+    t0 = time.monotonic()
+    plain = run(_client(port), base_env())
+    plain_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    rc, out, err = run(_client(port), env, timeout=30)
+    took = time.monotonic() - t0
+    check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
+          % (rc, out, plain[0], plain[1], err[-400:]))
+    return plain_s, took, err
+
+
 def test_removing_the_segment_and_truncating_the_lock_file_under_eight_waiters():
     port = free_port()
     table = new_table()
@@ -225,14 +239,7 @@ def test_random_bytes_over_the_entries_are_damage_said_once_and_rebuilt():
     size = sysv.stat(seg).segsz
     head = sysv.read(seg, 0, sysv.HEADER)
     sysv.write(seg, sysv.HEADER, random.Random(20).randbytes(size - sysv.HEADER))
-    t0 = time.monotonic()
-    plain = run(_client(port), base_env())
-    plain_s = time.monotonic() - t0
-    t0 = time.monotonic()
-    rc, out, err = run(_client(port), env, timeout=30)
-    took = time.monotonic() - t0
-    check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
-          % (rc, out, plain[0], plain[1], err[-400:]))
+    plain_s, took, err = _client_as_without(port, env)
     check(took < plain_s + budget + 1.0, "the client took %.1fs with a %.0fs budget"
           % (took, budget))
     # "shared table damaged: entries that do not ..." (issue 20), or, newer,
@@ -441,14 +448,7 @@ def test_a_forged_responsive_interval_is_bounded_by_the_policy():
     run(_client(port), env)
     _forge_used_entries(table, 40, "<Q", 1000 * 10**9)
     with Server(port).start():
-        t0 = time.monotonic()
-        plain = run(_client(port), base_env())
-        plain_s = time.monotonic() - t0
-        t0 = time.monotonic()
-        rc, out, err = run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="0"), timeout=30)
-        took = time.monotonic() - t0
-    check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
-          % (rc, out, plain[0], plain[1], err[-400:]))
+        plain_s, took, err = _client_as_without(port, dict(env, BACKOFFSHIM_MAX_ATTEMPTS="0"))
     check(took < plain_s + 2.4 + 1.0, "waited %.1fs with a 2s max backoff" % took)
 
 
@@ -531,13 +531,6 @@ def test_an_attempt_start_in_the_future_holds_no_newcomer():
     run(_client(port), dict(env, BACKOFFSHIM_MAX_ATTEMPTS="1"))
     _forge_used_entries(table, 88, "<Q", time.monotonic_ns() + 3600 * 10**9)
     with Server(port).start():
-        t0 = time.monotonic()
-        plain = run(_client(port), base_env())
-        plain_s = time.monotonic() - t0
-        t0 = time.monotonic()
-        rc, out, err = run(_client(port), env, timeout=30)
-        took = time.monotonic() - t0
-    check((rc, out) == plain[:2], "rc=%d %r, without the shim rc=%d %r (stderr %r)"
-          % (rc, out, plain[0], plain[1], err[-400:]))
+        plain_s, took, err = _client_as_without(port, env)
     check(took < plain_s + 2.0, "the newcomer took %.1fs (its first wait is 5s): %r"
           % (took, err[-300:]))

@@ -84,17 +84,23 @@ def test_a_deferred_cancel_ends_a_connect_that_backs_off_at_once():
           "%.0f ms without" % (shimmed, plain))
 
 
+def _cancel_type_after(case, step):
+    """signalwait CASE, without the shim and with it (every wait `step`):
+    the thread's cancel type after the jump must be deferred in both."""
+    port = free_port()
+    rc, plain, _ = run([prog("signalwait"), case, str(port)], base_env())
+    sched = dict(LONG, BACKOFFSHIM_INITIAL_BACKOFF=step, BACKOFFSHIM_MAX_BACKOFF=step)
+    rc2, out, err = run([prog("signalwait"), case, str(port)], shim_env(**sched))
+    check(rc == rc2 == 0 and plain == out == "async=0\n", "%r with the shim, %r without; %s"
+          % (out, plain, err[-300:]))
+
+
 def test_a_jump_out_of_the_backoff_leaves_the_cancel_type_as_it_was():
     """alarm(1) whose handler siglongjmps out of a blocking connect waiting
     in the shim: the thread's cancel type stays deferred. The shim's wait
     had made it asynchronous for the wait, and a jump out left it so: a
     later pthread_cancel then killed the thread at any instruction."""
-    port = free_port()
-    rc, plain, _ = run([prog("signalwait"), "jumped", str(port)], base_env())
-    slow = dict(LONG, BACKOFFSHIM_INITIAL_BACKOFF="10s", BACKOFFSHIM_MAX_BACKOFF="10s")
-    rc2, out, err = run([prog("signalwait"), "jumped", str(port)], shim_env(**slow))
-    check(rc == rc2 == 0 and plain == out == "async=0\n", "%r with the shim, %r without; %s"
-          % (out, plain, err[-300:]))
+    _cancel_type_after("jumped", "10s")
 
 
 def test_a_handlers_own_backoff_then_a_jump_leaves_the_cancel_type():
@@ -102,12 +108,7 @@ def test_a_handlers_own_backoff_then_a_jump_leaves_the_cancel_type():
     down destination (the shim backs it off inside the thread's wait), then
     jumps out of the outer connect. The inner wait cleared the outer wait's
     record, and the thread stayed in asynchronous cancel mode."""
-    port = free_port()
-    rc, plain, _ = run([prog("signalwait"), "nested", str(port)], base_env())
-    steady = dict(LONG, BACKOFFSHIM_INITIAL_BACKOFF="300ms", BACKOFFSHIM_MAX_BACKOFF="300ms")
-    rc2, out, err = run([prog("signalwait"), "nested", str(port)], shim_env(**steady))
-    check(rc == rc2 == 0 and plain == out == "async=0\n", "%r with the shim, %r without; %s"
-          % (out, plain, err[-300:]))
+    _cancel_type_after("nested", "300ms")
 
 
 def test_a_mask_the_kernel_cannot_read_is_its_efault():
