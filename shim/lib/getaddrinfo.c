@@ -81,11 +81,16 @@ static int resolve(const struct bs_config *cfg, const char *node, const char *sv
 		return bs_real_getaddrinfo(node, svc, hints, res);
 	bs_first_connect(); /* the shared table, as for a connect */
 	struct lookup l = {{attempt, retries}, node, svc, hints, res, 0, errno, errno};
-	uint64_t key = bs_name_key_of_family(bs_name_key(a, len), hints ? hints->ai_family : 0);
+	uint64_t any = bs_name_key(a, len);
+	uint64_t key = bs_name_key_of_family(any, hints ? hints->ai_family : 0);
 	struct bs_dest d = {key, a, len};
 	int r = bs_engine_retry_op(cfg, &d, &l.op);
-	if (r == 0) /* a name has no first byte to wait for: healthy now */
+	if (r == 0) { /* a name has no first byte to wait for: healthy now, and
+		       * for a lookup of any family too */
 		bs_outcome_healthy(d.key);
+		if (any != d.key)
+			bs_outcome_healthy(any);
+	}
 	int eai = r == 0 ? 0 : BS_ERR_IS_EAI(-r) ? BS_EAI_OF(-r) : l.last ? l.last : EAI_AGAIN;
 	errno = l.errno_after;
 	return eai;

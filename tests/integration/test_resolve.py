@@ -434,3 +434,31 @@ def test_a_lookup_libc_fails_without_asking_is_not_waited_on():
     for (host, c, s), (_, c2, s2) in zip(plain, out):
         check(c2 == c, "%s: %d with the shim, %d without" % (host, c2, c))
         check_not_delayed("the lookup of %r" % host, s, s2, wait=1.0)
+
+
+def test_a_lookup_of_one_family_that_resolves_frees_the_names_other_waiters():
+    """Process A waits on a name (any family) that does not exist yet; the
+    name appears, and process B's IPv4 lookup of it succeeds. A's wait must
+    end on that news, as it does when B's lookup is of any family: with a
+    key per family, B's success left A's schedule standing, and A slept out
+    its step (3 s)."""
+    table = new_table()
+    slow = dict(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="3s",
+                BACKOFFSHIM_MAX_BACKOFF="3s", BACKOFFSHIM_RESOLVE="wait")
+    with DnsServer(default="nxdomain") as srv, private_resolver():
+        a = spawn([sys.executable, "-c", "import socket, time\n"
+                   "socket.getaddrinfo('db', 80)\n"
+                   "print('%.3f' % time.monotonic())"],
+                  shim_env(BACKOFFSHIM_MAX_ELAPSED="20s", **slow))
+        try:
+            wait_status_row(table, lambda r: r["destination"].startswith("db:") and
+                            r["failures"] > 0, what="A backing off on the name")
+            srv.set("db", "answer", v4=["127.0.0.1"])
+            b = gai("db", shim_env(**slow), family="inet")
+            _, out, err = finish(a, 20)
+        finally:
+            if a.poll() is None:
+                a.kill()
+    check(b.code == 0 and a.returncode == 0, "B %r; A rc=%r %r" % (b, a.returncode, err[-300:]))
+    check(float(out) - b.end < 1.5, "A ended %.2fs after B's success (its step is 3s)"
+          % (float(out) - b.end))
