@@ -303,6 +303,42 @@ static int moved_high(int fd, rlim_t floor, rlim_t limit)
  * a number that still names it. */
 static _Atomic uint64_t g_lock_dev, g_lock_ino;
 
+#define LOCK_OPEN (O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+
+/* The lock file's path is looked at before the file is opened: a close of
+ * any descriptor of a file drops the process's POSIX locks on it, so the
+ * shim opens no file that may have another name (a hard link to one of the
+ * program's own files). Through a path-only descriptor, whose close drops
+ * nothing: this user's own regular file, open to nobody else, of one name;
+ * then the file itself through /proc/self/fd. Made anew if absent. */
+static int open_checked(void)
+{
+	int path = (int)BS_SYS(SYS_openat, AT_FDCWD, g_lock_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (path == -ENOENT) {
+		int made = (int)BS_SYS(SYS_openat, AT_FDCWD, g_lock_path, LOCK_OPEN | O_CREAT | O_EXCL,
+				       0600);
+		return made < 0 ? -1 : made;
+	}
+	if (path < 0)
+		return -1;
+	struct stat st;
+	int fd = -1;
+	if (BS_SYS(SYS_fstat, path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == euid() &&
+	    !(st.st_mode & 077) && st.st_nlink == 1) {
+		char proc[32] = "/proc/self/fd/", digits[12];
+		int n = 0;
+		for (unsigned v = (unsigned)path; n == 0 || v; v /= 10)
+			digits[n++] = (char)('0' + v % 10);
+		size_t at = strlen(proc);
+		while (n)
+			proc[at++] = digits[--n];
+		proc[at] = '\0';
+		fd = (int)BS_SYS(SYS_openat, AT_FDCWD, proc, LOCK_OPEN & ~O_NOFOLLOW);
+	}
+	BS_SYS(SYS_close, path);
+	return fd < 0 ? -1 : fd;
+}
+
 /* The lock file, opened for one use: fd, or -1. It must be this user's
  * own regular file, open to nobody else; it is never mapped. */
 static int open_lock_file(void)
@@ -310,8 +346,7 @@ static int open_lock_file(void)
 	rlim_t limit = 0, floor = lock_fd_floor(&limit);
 	if (!g_lock_path[0] || !floor)
 		return -1;
-	int fd = (int)BS_SYS(SYS_openat, AT_FDCWD, g_lock_path,
-			     O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+	int fd = open_checked();
 	if (fd >= 0)
 		fd = moved_high(fd, floor, limit);
 	struct stat st;

@@ -534,3 +534,48 @@ def test_an_attempt_start_in_the_future_holds_no_newcomer():
         plain_s, took, err = _client_as_without(port, env)
     check(took < plain_s + 2.0, "the newcomer took %.1fs (its first wait is 5s): %r"
           % (took, err[-300:]))
+
+
+def test_a_lock_file_that_is_another_name_of_the_programs_file_is_not_used():
+    """The lock file's path made a hard link to a file the program holds a
+    POSIX lock on (the same user's doing). The shim's close of its lock
+    descriptor dropped the program's lock, which the kernel ties to the
+    file, whatever the descriptor: another process then took it. The shim
+    now opens no lock file with another name (it goes without the lock)."""
+    port = free_port()
+    table = new_table()
+    lock_file = sysv.lock_path(sysv.key(table))
+    if os.path.exists(lock_file):
+        os.unlink(lock_file)
+    db = os.path.join("/dev/shm", "app-%d.db" % os.getpid())
+    code = ("import fcntl, os, socket, sys\n"
+            "f = open(sys.argv[1], 'r+'); fcntl.lockf(f, fcntl.LOCK_EX)\n"
+            "s = socket.socket()\n"
+            "try: s.connect(('127.0.0.1', %d))\n"
+            "except OSError: pass\n"
+            "if os.fork() == 0:\n"
+            "    g = open(sys.argv[1], 'r+')\n"
+            "    try: fcntl.lockf(g, fcntl.LOCK_EX | fcntl.LOCK_NB); print('LOST')\n"
+            "    except OSError: print('still held')\n"
+            "    os._exit(0)\n"
+            "os.wait()\n" % port)
+    seen = {}
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ATTEMPTS="2")
+    try:
+        for mode, e in (("plain", base_env()), ("shim", env)):
+            with open(db, "w") as f:
+                f.write("data")
+            os.chmod(db, 0o600)
+            if mode == "shim":
+                os.link(db, lock_file)
+            rc, out, err = run([sys.executable, "-c", code, db], e)
+            seen[mode] = out or err[-300:]
+            for p in (db, lock_file):
+                if os.path.exists(p):
+                    os.unlink(p)
+    finally:
+        for p in (db, lock_file):
+            if os.path.exists(p):
+                os.unlink(p)
+    check(seen["plain"] == seen["shim"] == "still held\n",
+          "the program's lock with the shim: %r, without: %r" % (seen["shim"], seen["plain"]))
