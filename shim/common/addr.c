@@ -188,13 +188,16 @@ static int all_digits(const char *s)
 
 /* glibc's res_hnok, which its DNS lookup asks before it sends a query: a
  * dotted name of labels of 1 to 63 letters, digits, '-' and '_', 253 bytes
- * at most, not starting with '-'. (AI_IDN turns other bytes into
+ * at most, not starting with '-'; and not digits and dots alone, unless it
+ * ends in the root's dot (an address inet_aton refuses: 10.0.0.300). (AI_IDN turns other bytes into
  * letters first: they are left to libc then.) */
 static int glibc_would_ask(const char *node, int idn)
 {
 	size_t n = strlen(node), label = 0;
 	if (n && node[n - 1] == '.')
 		n--; /* (the root's dot) */
+	else if (strspn(node, "0123456789.") == n)
+		return 0; /* (digits and dots: a mistyped address, never a name) */
 	if (!n || n > 253 || node[0] == '-' || node[n - 1] == '.')
 		return 0;
 	for (size_t i = 0; i < n; i++) {

@@ -391,6 +391,8 @@ static void note_held(int fd, int held)
 	}
 }
 
+static void forget_the_parents_waiters(void);
+
 static void close_held_in_child(void)
 {
 	for (int i = 0; i < HELD_MAX; i++) {
@@ -398,6 +400,7 @@ static void close_held_in_child(void)
 		if (v > 0 && names_lock_file(v - 1))
 			BS_SYS(SYS_close, v - 1);
 	}
+	forget_the_parents_waiters();
 }
 
 __attribute__((constructor)) static void shared_fork_hooks(void)
@@ -461,6 +464,17 @@ int bs_shared_held_elsewhere(const struct bs_entry *e)
 static _Atomic uint16_t g_waiting[BS_TABLE_SLOTS];
 static _Atomic int g_cell_lock[BS_TABLE_SLOTS];
 
+/* (a fork child's: the waiting threads were the parent's, and so were
+ * the cells' locks, whose copies it has just closed) */
+static void forget_the_parents_waiters(void)
+{
+	if (!atomic_load(&g_shared))
+		return;
+	for (unsigned i = 0; i < BS_TABLE_SLOTS; i++)
+		if (atomic_load_explicit(&g_waiting[i], memory_order_relaxed))
+			atomic_store(&g_waiting[i], 0), atomic_store(&g_cell_lock[i], 0);
+}
+
 void bs_shared_wait_begins(const struct bs_entry *e)
 {
 	size_t i = slot_of(e);
@@ -482,6 +496,9 @@ void bs_shared_wait_ends(const struct bs_entry *e)
 	if (i >= BS_TABLE_SLOTS)
 		return;
 	bs_table_waiter_remove(atomic_load(&g_shared), e, (uint32_t)BS_SYS(SYS_getpid));
-	if (atomic_fetch_sub(&g_waiting[i], 1) == 1)
+	uint16_t w = atomic_load(&g_waiting[i]);
+	while (w && !atomic_compare_exchange_weak(&g_waiting[i], &w, (uint16_t)(w - 1)))
+		; /* (never below 0: a fork child's count starts afresh) */
+	if (w == 1)
 		bs_shared_release(atomic_exchange(&g_cell_lock[i], 0) - 1);
 }

@@ -1,11 +1,13 @@
 /* guard: see guard.h. */
 #include "guard.h"
 
+#include "proc.h"
 #include "scm.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -15,9 +17,25 @@
 #define HELD_MAX 1024
 
 struct msg {
-	uint64_t id;
-	uint32_t hold; /* 1: hold (with the socket), 0: let go */
+	uint64_t id;   /* a socket's, or (WATCH) the program's pid */
+	uint32_t hold; /* 1: hold (with the socket), 0: let go, WATCH */
 };
+
+enum { WATCH = 2, WATCH_END = 3, WATCH_EVERY_MS = 50 };
+
+/* The supervisor stops with the program: while it is stopped and the
+ * program runs again (or is gone), continue it (after a shell's fg it runs
+ * already). Until it says it runs on: a message, WATCH_END or another. */
+static void watch_stop(int sock, pid_t program)
+{
+	struct pollfd p = {sock, POLLIN, 0};
+	while (poll(&p, 1, WATCH_EVERY_MS) == 0 || (p.revents & POLLIN) == 0) {
+		if (bs_proc_stopped(getppid()) && !bs_proc_stopped(program))
+			kill(getppid(), SIGCONT);
+		if (p.revents & (POLLHUP | POLLERR))
+			return;
+	}
+}
 
 static void guard_main(int sock)
 {
@@ -32,6 +50,10 @@ static void guard_main(int sock)
 		ssize_t got = bs_scm_recv(sock, &m, sizeof m, &fd);
 		if (got <= 0)
 			break; /* the supervisor is gone */
+		if (got == sizeof m && m.hold == WATCH) {
+			watch_stop(sock, (pid_t)m.id);
+			continue;
+		}
 		if (got == sizeof m && m.hold && fd >= 0 && n < HELD_MAX) {
 			held[n].id = m.id, held[n++].fd = fd;
 			continue;
@@ -94,6 +116,13 @@ void bs_guard_stop(int guard)
 	}
 	if (waitpid(guard_pid, NULL, WNOHANG) == guard_pid)
 		guard_pid = 0;
+}
+
+void bs_guard_watch_stop(int guard, pid_t program)
+{
+	struct msg m = {(uint64_t)program, program > 0 ? WATCH : WATCH_END};
+	if (guard >= 0)
+		bs_scm_send(guard, &m, sizeof m, -1, MSG_DONTWAIT);
 }
 
 void bs_guard_hold(int guard, uint64_t id, int sock)

@@ -18,11 +18,17 @@
 #define BS_SUP_GUARD_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The guard started: the supervisor's end of the socketpair, or -1. */
 int bs_guard_start(void);
 /* Hold sock (a duplicate, not taken over) under id; sock -1: let it go. */
 void bs_guard_hold(int guard, uint64_t id, int sock);
+/* The supervisor is about to stop because the program stopped: while it
+ * is stopped and the program runs again or is gone, the guard continues it
+ * (SIGCONT), in case nothing else would (the program continued by its pid
+ * alone). program 0: the supervisor runs on, the watch ends. */
+void bs_guard_watch_stop(int guard, pid_t program);
 /* The supervisor ends: the guard is told to go (its socket closed) and
  * reaped, so that no zombie is left to a parent that never reaps unknown
  * children (a script as a container's PID 1, a subreaper). Waits at most a

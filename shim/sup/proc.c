@@ -116,6 +116,15 @@ pid_t bs_proc_ppid(pid_t pid)
 	return status_field(pid, "\nPPid:");
 }
 
+int bs_proc_stopped(pid_t pid)
+{
+	char buf[512];
+	if (read_proc(pid, "stat", buf, sizeof buf) <= 0)
+		return 0;
+	const char *end = strrchr(buf, ')'); /* (the name may hold anything) */
+	return end && (end[1] && (end[2] == 'T' || end[2] == 't'));
+}
+
 int bs_proc_name(pid_t pid, char *out, size_t n)
 {
 	if (read_proc(pid, "comm", out, n) <= 0)

@@ -37,6 +37,8 @@ int bs_proc_same_file(pid_t tid, int fd, int mine);
 pid_t bs_proc_tgid(pid_t tid);
 /* The parent of process pid; 0 if unknown. */
 pid_t bs_proc_ppid(pid_t pid);
+/* Is process pid stopped (or traced and stopped)? 0 if not, or gone. */
+int bs_proc_stopped(pid_t pid);
 /* Process pid's name (its comm) into out: 1, or 0 if it cannot be read. */
 int bs_proc_name(pid_t pid, char *out, size_t n);
 

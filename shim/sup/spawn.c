@@ -183,7 +183,7 @@ static void child(char **argv, int sock, pid_t parent, const sigset_t *old,
 /* ---- the parent ---- */
 
 struct loop {
-	int ep, sigfd, pidfd, listener;
+	int ep, sigfd, pidfd, listener, guard;
 	pid_t child;
 	int status, signo, exited, listener_gone; /* (signo: the one that killed it) */
 	struct bs_sup *sup;
@@ -213,29 +213,15 @@ static int sent_to_the_parent(const struct loop *l, const struct signalfd_siginf
 	return group > 0 && group != getpgrp();
 }
 
-/* Is the program stopped now? (A SIGCONT to the process group continues
- * every member as it is sent, before the supervisor reads its own.) */
-static int program_stopped(const struct loop *l)
-{
-	char path[40], buf[256];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)l->child);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	const char *end = strrchr(buf, ')'); /* (the name may hold anything) */
-	return end && (end[2] == 'T' || end[2] == 't');
-}
-
 /* Stop as the program stopped for job control (Ctrl-Z, a suspend it asked
  * for itself, a read from the terminal in the background), so that the
  * shell that waits for the supervisor sees its job stop and continues the
  * group; once continued, continue the program if nothing else did. */
 static void stop_like(struct loop *l, int sig)
 {
+	/* (the guard continues the supervisor if the program is continued
+	 * alone: kill -CONT of its pid, which no shell's fg would undo) */
+	bs_guard_watch_stop(l->guard, l->child);
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
 	sigset_t one;
 	sigemptyset(&one);
@@ -245,7 +231,8 @@ static void stop_like(struct loop *l, int sig)
 	sigprocmask(SIG_UNBLOCK, &one, NULL); /* (stops here, unless an orphaned group's) */
 	sigprocmask(SIG_BLOCK, &one, NULL);
 	sigaction(sig, &old, NULL);
-	if (program_stopped(l))
+	bs_guard_watch_stop(l->guard, 0);
+	if (bs_proc_stopped(l->child))
 		kill(l->child, SIGCONT);
 }
 
@@ -279,7 +266,7 @@ static void forward(struct loop *l)
 			continue; /* (the program's to take, from the group: a
 				   * second one, forwarded, would stop it twice) */
 		if (si.ssi_signo == SIGCONT) {
-			if ((pid_t)si.ssi_pid != l->child && program_stopped(l))
+			if ((pid_t)si.ssi_pid != l->child && bs_proc_stopped(l->child))
 				kill(l->child, SIGCONT); /* (one it had is not sent twice) */
 		} else if (sent_to_the_parent(l, &si)) {
 			if (getppid() > 1) /* (0: a container's pid 1 has no parent to tell) */
@@ -399,7 +386,7 @@ int bs_sup_run(char **argv, const struct bs_config *cfg)
 	sigset_t set, old;
 	forwarded(&set);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	int guard = bs_guard_start(); /* (before the program: it holds none of its fds) */
+	int guard = l.guard = bs_guard_start(); /* (before the program: it holds none of its fds) */
 	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_chld;
 	sigaction(SIGCHLD, &dfl, &old_chld); /* (an inherited SIG_IGN would reap it for us) */
 	pid_t parent = getpid();

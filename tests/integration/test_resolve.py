@@ -415,7 +415,7 @@ def test_a_lookup_libc_fails_without_asking_is_not_waited_on():
     code = ("import json, socket, sys, time\n"
             "out = []\n"
             "for host, svc, fam, flags in [(b'a..b', 80, 0, 0), (b'-x', 80, 0, 0),\n"
-            "        (b'db1,db2', 80, 0, 0), (b'user@db', 80, 0, 0),\n"
+            "        (b'db1,db2', 80, 0, 0), (b'user@db', 80, 0, 0), (b'10.0.0.300', 80, 0, 0),\n"
             "        (b'db', 'http', 0, socket.AI_NUMERICSERV),\n"
             "        (b'db', 80, socket.AF_INET, socket.AI_ADDRCONFIG)]:\n"
             "    t = time.monotonic()\n"

@@ -811,6 +811,39 @@ def test_a_program_stopped_and_continued_by_pid_leaves_its_job_running():
     _reader_job_as_without(["sh", "-c", "echo ready; read x; echo done"], stop_and_continue)
 
 
+def test_a_job_stopped_then_continued_by_the_programs_pid_ends():
+    """Ctrl-Z (SIGTSTP to the group), then SIGCONT to the program's pid
+    alone (from another terminal): without the engine the job stops, runs
+    on and exits. The supervisor stopped with the program and nothing
+    continued it: the job never ended, and the program's connects would
+    have hung on it. The guard now continues a stopped supervisor whose
+    program runs again."""
+    need_engine()
+    cmd = ["sh", "-c", "echo ready; read x; echo done"]
+    seen = {}
+    for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
+        p = _job(c, env)
+        try:
+            ready = p.stdout.readline()
+            prog_pid = p.pid if mode == "plain" else the_child(p.pid, "the program")
+            os.killpg(p.pid, signal.SIGTSTP)
+            stop = _wait_untraced(p)
+            os.kill(prog_pid, signal.SIGCONT)
+            p.stdin.write("go\n")
+            p.stdin.close()
+            out = p.stdout.read()
+            end = _wait_untraced(p)
+        finally:
+            if p.returncode is None:
+                os.killpg(p.pid, signal.SIGCONT)
+                p.kill()
+        seen[mode] = (ready, stop, end, out)
+    want = ("ready\n", ("stopped", signal.SIGTSTP), ("exited", 0), "done\n")
+    check(seen["plain"] == want, "plain: %r" % (seen["plain"],))
+    check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
+          % (seen["seccomp"], seen["plain"]))
+
+
 def test_a_program_that_ignores_a_stop_is_not_stopped_for_it():
     """A program that ignores SIGTSTP gets one from its group (Ctrl-Z, a
     `kill -TSTP -PGID`): it runs on. The supervisor took the stop itself, so

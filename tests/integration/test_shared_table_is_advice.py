@@ -579,3 +579,37 @@ def test_a_lock_file_that_is_another_name_of_the_programs_file_is_not_used():
                 os.unlink(p)
     check(seen["plain"] == seen["shim"] == "still held\n",
           "the program's lock with the shim: %r, without: %r" % (seen["shim"], seen["plain"]))
+
+
+def test_a_fork_childs_own_wait_is_counted():
+    """A thread waits on a down destination; the process forks, and the
+    child's own connect to it waits too. The child inherited the parent's
+    count of waiting threads, so its wait took no waiter cell lock, and
+    status left it out: it counted one waiting thread, not two."""
+    port = free_port()
+    table = new_table()
+    code = ("import os, socket, sys, threading\n"
+            "def conn():\n"
+            "    s = socket.socket()\n"
+            "    try: s.connect(('127.0.0.1', %d))\n"
+            "    except OSError: pass\n"
+            "threading.Thread(target=conn, daemon=True).start()\n"
+            "sys.stdin.readline()\n"
+            "if os.fork() == 0:\n"
+            "    conn(); os._exit(0)\n"
+            "sys.stdin.read()\n"
+            "os._exit(0)\n" % port)
+    env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="10s",
+                   BACKOFFSHIM_MAX_BACKOFF="10s", BACKOFFSHIM_MAX_ELAPSED="20s")
+    p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        wait_status_row(table, lambda r: r["waiting_threads"] == 1, 10, what="one waiter")
+        p.stdin.write("fork\n")
+        p.stdin.flush()
+        wait_status_row(table, lambda r: r["waiting_threads"] == 2, 10,
+                        what="the parent's and the child's waits")
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()

@@ -576,10 +576,13 @@ static void test_name_may_resolve(void **state)
 	for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
 		assert_true(bs_name_may_resolve(fine[i], "80", 0));
 	const char *bad[] = {"", ".", "a..b", ".a", "a b", "a\tb", "-x", "a..", long_label,
-			     long_name, "db1,db2", "user@db", "a/b", "x*", "caf\xc3\xa9"};
+			     long_name, "db1,db2", "user@db", "a/b", "x*", "caf\xc3\xa9",
+			     "10.0.0.300", "1.2.3.4.5", "123456789012"};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		assert_false(bs_name_may_resolve(bad[i], "80", 0));
 	assert_true(bs_name_may_resolve("caf\xc3\xa9", "80", AI_IDN));
+	assert_true(bs_name_may_resolve("1.2.3.4.", "80", 0));
+	assert_true(bs_name_may_resolve("1a.example", "80", 0));
 	assert_true(bs_name_may_resolve("db", "http", 0));
 	assert_true(bs_name_may_resolve("db", "8080", AI_NUMERICSERV));
 	assert_true(bs_name_may_resolve("db", NULL, AI_NUMERICSERV));
