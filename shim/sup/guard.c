@@ -21,19 +21,7 @@ struct msg {
 	uint32_t hold; /* 1: hold (with the socket), 0: let go, WATCH */
 };
 
-enum { WATCH = 2, WATCH_END = 3, LET_GO = 4, WATCH_EVERY_MS = 50 };
-
-/* A group's signal the supervisor has judged: taken from the pending set,
- * so that the next one is seen afresh. */
-static void let_go_of(int sig)
-{
-	sigset_t one;
-	struct timespec now = {0, 0};
-	sigemptyset(&one);
-	sigaddset(&one, sig);
-	while (sigtimedwait(&one, NULL, &now) == sig)
-		;
-}
+enum { WATCH = 2, WATCH_END = 3, WATCH_EVERY_MS = 50 };
 
 /* The supervisor stops with the program: while it is stopped and the
  * program runs again (or is gone), continue it (after a shell's fg it runs
@@ -64,10 +52,6 @@ static void guard_main(int sock)
 			break; /* the supervisor is gone */
 		if (got == sizeof m && m.hold == WATCH) {
 			watch_stop(sock, (pid_t)m.id);
-			continue;
-		}
-		if (got == sizeof m && m.hold == LET_GO) {
-			let_go_of((int)m.id);
 			continue;
 		}
 		if (got == sizeof m && m.hold && fd >= 0 && n < HELD_MAX) {
@@ -139,16 +123,6 @@ void bs_guard_watch_stop(int guard, pid_t program)
 	struct msg m = {(uint64_t)program, program > 0 ? WATCH : WATCH_END};
 	if (guard >= 0)
 		bs_scm_send(guard, &m, sizeof m, -1, MSG_DONTWAIT);
-}
-
-int bs_guard_saw_too(int guard, int sig)
-{
-	int seen = guard >= 0 && guard_pid > 0 ? bs_proc_pending(guard_pid, sig) : -1;
-	if (seen == 1) {
-		struct msg m = {(uint64_t)sig, LET_GO};
-		bs_scm_send(guard, &m, sizeof m, -1, MSG_DONTWAIT);
-	}
-	return seen;
 }
 
 void bs_guard_hold(int guard, uint64_t id, int sock)

@@ -1,9 +1,7 @@
 /*
- * guard: a small process, forked by the supervisor before the program, in
- * its process group. It has three tasks: it witnesses the signals sent to
- * the group (bs_guard_saw_too), it continues a supervisor stopped with a
- * program that runs again (bs_guard_watch_stop), and it holds a duplicate
- * of each deferred socket while it waits between two attempts. If the supervisor dies (SIGKILL: no code of its own runs),
+ * guard: a small process, forked by the supervisor before the program,
+ * that holds a duplicate of each deferred socket while it waits between
+ * two attempts. If the supervisor dies (SIGKILL: no code of its own runs),
  * the guard sees its end of their socketpair close and shuts every socket
  * it holds down: a Go program waiting for the edge of writability wakes,
  * reads SO_ERROR, gets ENOSYS (the kernel's answer once no supervisor
@@ -31,13 +29,6 @@ void bs_guard_hold(int guard, uint64_t id, int sock);
  * (SIGCONT), in case nothing else would (the program continued by its pid
  * alone). program 0: the supervisor runs on, the watch ends. */
 void bs_guard_watch_stop(int guard, pid_t program);
-/* Did signal sig, which the supervisor just got, reach the guard too? The
- * guard sits in the supervisor's process group with every signal the
- * supervisor forwards blocked, so one sent to the group (kill(0), killpg,
- * timeout(1), a shell's kill %job) stays pending there, and one sent to the
- * supervisor's pid alone does not: 1 (and the guard lets go of it), 0, or
- * -1 if there is no guard to ask. */
-int bs_guard_saw_too(int guard, int sig);
 /* The supervisor ends: the guard is told to go (its socket closed) and
  * reaped, so that no zombie is left to a parent that never reaps unknown
  * children (a script as a container's PID 1, a subreaper). Waits at most a

@@ -116,17 +116,6 @@ pid_t bs_proc_ppid(pid_t pid)
 	return status_field(pid, "\nPPid:");
 }
 
-int bs_proc_pending(pid_t pid, int sig)
-{
-	char buf[4096];
-	const char *t = read_proc(pid, "status", buf, sizeof buf) > 0 ? strstr(buf, "\nShdPnd:")
-									: NULL;
-	if (!t || sig < 1 || sig > 64)
-		return -1;
-	unsigned long long set = strtoull(t + strlen("\nShdPnd:"), NULL, 16);
-	return (int)((set >> (sig - 1)) & 1);
-}
-
 int bs_proc_stopped(pid_t pid)
 {
 	char buf[512];

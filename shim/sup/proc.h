@@ -39,9 +39,6 @@ pid_t bs_proc_tgid(pid_t tid);
 pid_t bs_proc_ppid(pid_t pid);
 /* Is process pid stopped (or traced and stopped)? 0 if not, or gone. */
 int bs_proc_stopped(pid_t pid);
-/* Is signal sig pending for process pid as a whole (ShdPnd)? 1, 0, or -1
- * if it cannot be read. */
-int bs_proc_pending(pid_t pid, int sig);
 /* Process pid's name (its comm) into out: 1, or 0 if it cannot be read. */
 int bs_proc_name(pid_t pid, char *out, size_t n);
 

@@ -200,21 +200,17 @@ static int for_the_program(const struct signalfd_siginfo *si)
 }
 
 /* Did the program send this signal to its parent (the supervisor) alone?
- * sigqueue and tgkill name one process. A kill(0) or killpg of the
- * program's own group reaches the supervisor as well, and must go no
- * further: the guard, in the same group, saw it too (`group`); without a
- * guard (-1), a kill() counts as the parent's only from a program in
- * another process group. */
-static int sent_to_the_parent(const struct loop *l, const struct signalfd_siginfo *si, int group)
+ * sigqueue and tgkill name one process; a kill() does too when the program
+ * is in another process group. A kill(0) or killpg of the program's own
+ * group reaches the supervisor as well, and must go no further. */
+static int sent_to_the_parent(const struct loop *l, const struct signalfd_siginfo *si)
 {
 	if ((pid_t)si->ssi_pid != l->child)
 		return 0;
 	if (si->ssi_code == SI_QUEUE || si->ssi_code == SI_TKILL)
 		return 1;
-	if (group >= 0)
-		return !group;
-	pid_t pg = getpgid(l->child);
-	return pg > 0 && pg != getpgrp();
+	pid_t group = getpgid(l->child);
+	return group > 0 && group != getpgrp();
 }
 
 /* Stop as the program stopped for job control (Ctrl-Z, a suspend it asked
@@ -264,9 +260,6 @@ static void forward(struct loop *l)
 			follow_a_stop(l);
 			continue;
 		}
-		/* (sent to the process group as well: the program got it
-		 * itself; asked of every signal, so that the guard lets go) */
-		int group = bs_guard_saw_too(l->guard, (int)si.ssi_signo);
 		if (l->exited || !for_the_program(&si))
 			continue;
 		if (is_job_stop((int)si.ssi_signo))
@@ -275,10 +268,10 @@ static void forward(struct loop *l)
 		if (si.ssi_signo == SIGCONT) {
 			if ((pid_t)si.ssi_pid != l->child && bs_proc_stopped(l->child))
 				kill(l->child, SIGCONT); /* (one it had is not sent twice) */
-		} else if (sent_to_the_parent(l, &si, group)) {
+		} else if (sent_to_the_parent(l, &si)) {
 			if (getppid() > 1) /* (0: a container's pid 1 has no parent to tell) */
 				kill(getppid(), (int)si.ssi_signo);
-		} else if ((pid_t)si.ssi_pid != l->child && group != 1) {
+		} else if ((pid_t)si.ssi_pid != l->child) {
 			kill(l->child, (int)si.ssi_signo);
 		}
 	}

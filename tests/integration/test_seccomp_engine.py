@@ -852,58 +852,6 @@ def test_a_program_that_ignores_a_stop_is_not_stopped_for_it():
                            lambda p, _: os.killpg(p.pid, signal.SIGTSTP))
 
 
-def test_a_signal_to_the_group_and_the_pid_is_not_doubled():
-    """timeout(1), a shell's `kill %job`, systemd's control-group stop: a
-    SIGTERM to the job's pid and one to its process group. Without the
-    engine the program's handler runs once (the two coalesce). The
-    supervisor, the job's pid, forwarded its own as well, and the handler
-    ran twice: a program that takes a second SIGTERM for "quit now" did. A
-    later SIGWINCH to the pid alone (forwarded) asks for the count."""
-    need_engine()
-    cmd = [sys.executable, "-c",
-           "import signal, sys, os\n"
-           "n = 0\n"
-           "def term(*a):\n"
-           "    global n; n += 1\n"
-           "def done(*a):\n"
-           "    print('handled', n, flush=True); os._exit(0)\n"
-           "signal.signal(signal.SIGTERM, term)\n"
-           "signal.signal(signal.SIGWINCH, done)\n"
-           "print('ready', flush=True)\n"
-           "while True: signal.pause()\n"]
-    seen = {}
-    for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
-        p = _job(c, env)
-        try:
-            check(p.stdout.readline() == "ready\n", "%s: not ready" % mode)
-            os.kill(p.pid, signal.SIGTERM)
-            os.killpg(p.pid, signal.SIGTERM)
-            os.kill(p.pid, signal.SIGWINCH)
-            rc, out, err = finish(p, 10)
-        finally:
-            if p.poll() is None:
-                p.kill()
-        seen[mode] = out
-    check(seen["plain"].startswith("handled "), "plain: %r" % seen["plain"])
-    check(seen["seccomp"].startswith("handled ") and
-          int(seen["seccomp"].split()[1]) <= int(seen["plain"].split()[1]),
-          "the handler ran: %r under the engine, %r without" % (seen["seccomp"], seen["plain"]))
-
-
-def test_a_signal_the_program_sends_its_parent_reaches_it():
-    """`kill -USR1 $PPID` from a program in its parent's process group (a
-    readiness signal): without the engine the parent's trap runs. The
-    supervisor could not tell it from a kill(0) and passed it to no one;
-    the guard, which a group's signal reaches too, now tells them apart."""
-    need_engine()
-    prog_ = ["sh", "-c", "kill -USR1 $PPID; exit 3"]
-    parent = ["sh", "-c", 'trap "echo parent got USR1" USR1; "$@"; echo "rc $?"', "sh"]
-    rc, plain, _ = run(parent + prog_, base_env())
-    check(plain == "parent got USR1\nrc 3\n", "plain: rc=%d %r" % (rc, plain))
-    rc2, out, err = run(parent + under(prog_), eng_env())
-    check(out == plain, "under the engine %r, without %r; %r" % (out, plain, err[-300:]))
-
-
 def test_exit_status_passes_through():
     """The program's wait status under the engine is its own: its exit
     code; for a signal N, the supervisor dies of N too (so a shell reports
