@@ -28,10 +28,15 @@ enum { WATCH = 2, WATCH_END = 3, WATCH_EVERY_MS = 50 };
  * already). Until it says it runs on: a message, WATCH_END or another. */
 static void watch_stop(int sock, pid_t program)
 {
+	static pid_t supervisor;
+	if (!supervisor)
+		supervisor = getppid(); /* (the guard's first parent; a later one,
+					 * once it is gone, is not to be woken) */
 	struct pollfd p = {sock, POLLIN, 0};
 	while (poll(&p, 1, WATCH_EVERY_MS) == 0 || (p.revents & POLLIN) == 0) {
-		if (bs_proc_stopped(getppid()) && !bs_proc_stopped(program))
-			kill(getppid(), SIGCONT);
+		if (getppid() == supervisor && bs_proc_stopped(supervisor) &&
+		    !bs_proc_stopped(program))
+			kill(supervisor, SIGCONT);
 		if (p.revents & (POLLHUP | POLLERR))
 			return;
 	}

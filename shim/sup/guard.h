@@ -1,7 +1,8 @@
 /*
- * guard: a small process, forked by the supervisor before the program,
- * that holds a duplicate of each deferred socket while it waits between
- * two attempts. If the supervisor dies (SIGKILL: no code of its own runs),
+ * guard: a small process, forked by the supervisor before the program. It
+ * continues a supervisor stopped with a program that runs again
+ * (bs_guard_watch_stop), and it holds a duplicate of each deferred socket
+ * while it waits between two attempts. If the supervisor dies (SIGKILL: no code of its own runs),
  * the guard sees its end of their socketpair close and shuts every socket
  * it holds down: a Go program waiting for the edge of writability wakes,
  * reads SO_ERROR, gets ENOSYS (the kernel's answer once no supervisor

@@ -770,28 +770,29 @@ def test_a_program_that_stops_itself_stops_its_job():
           % (seen["seccomp"], seen["plain"]))
 
 
-def _reader_job_as_without(cmd, act):
+def _reader_job_as_without(act, want=None, cmd=("sh", "-c", "echo ready; read x; echo done")):
     """cmd (which prints "ready", reads a line, prints "done") as a job of
     its own, without and then under the engine: act(p, program's pid)
-    once it is ready, then a line. The two runs must end alike: exited 0,
-    never stopped, "done" printed."""
+    once it is ready (what it returns must be `want`), then a line. The two
+    runs must end alike: exited 0, "done" printed."""
     need_engine()
-    seen = {}
+    cmd, seen = list(cmd), {}
     for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
         p = _job(c, env)
         try:
             ready = p.stdout.readline()
-            act(p, p.pid if mode == "plain" else the_child(p.pid, "the program"))
+            got = act(p, p.pid if mode == "plain" else the_child(p.pid, "the program"))
             p.stdin.write("go\n")
             p.stdin.close()
             out = p.stdout.read()
             end = _wait_untraced(p)
         finally:
             if p.returncode is None:
-                os.kill(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGCONT)
                 p.kill()
-        seen[mode] = (ready, end, out)
-    check(seen["plain"] == ("ready\n", ("exited", 0), "done\n"), "plain: %r" % (seen["plain"],))
+        seen[mode] = (ready, got, end, out)
+    want = ("ready\n", want, ("exited", 0), "done\n")
+    check(seen["plain"] == want, "plain: %r" % (seen["plain"],))
     check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
           % (seen["seccomp"], seen["plain"]))
 
@@ -808,7 +809,7 @@ def test_a_program_stopped_and_continued_by_pid_leaves_its_job_running():
         check(_state_becomes(prog_pid, "T", 5), "the program did not stop")
         _state_becomes(p.pid, "T", 0.5)
         os.kill(prog_pid, signal.SIGCONT)
-    _reader_job_as_without(["sh", "-c", "echo ready; read x; echo done"], stop_and_continue)
+    _reader_job_as_without(stop_and_continue)
 
 
 def test_a_job_stopped_then_continued_by_the_programs_pid_ends():
@@ -818,38 +819,20 @@ def test_a_job_stopped_then_continued_by_the_programs_pid_ends():
     continued it: the job never ended, and the program's connects would
     have hung on it. The guard now continues a stopped supervisor whose
     program runs again."""
-    need_engine()
-    cmd = ["sh", "-c", "echo ready; read x; echo done"]
-    seen = {}
-    for mode, c, env in (("plain", cmd, base_env()), ("seccomp", under(cmd), eng_env())):
-        p = _job(c, env)
-        try:
-            ready = p.stdout.readline()
-            prog_pid = p.pid if mode == "plain" else the_child(p.pid, "the program")
-            os.killpg(p.pid, signal.SIGTSTP)
-            stop = _wait_untraced(p)
-            os.kill(prog_pid, signal.SIGCONT)
-            p.stdin.write("go\n")
-            p.stdin.close()
-            out = p.stdout.read()
-            end = _wait_untraced(p)
-        finally:
-            if p.returncode is None:
-                os.killpg(p.pid, signal.SIGCONT)
-                p.kill()
-        seen[mode] = (ready, stop, end, out)
-    want = ("ready\n", ("stopped", signal.SIGTSTP), ("exited", 0), "done\n")
-    check(seen["plain"] == want, "plain: %r" % (seen["plain"],))
-    check(seen["seccomp"] == seen["plain"], "under the engine %r, without %r"
-          % (seen["seccomp"], seen["plain"]))
+    def stop_then_continue_the_program(p, prog_pid):
+        os.killpg(p.pid, signal.SIGTSTP)
+        stop = _wait_untraced(p)
+        os.kill(prog_pid, signal.SIGCONT)
+        return stop
+    _reader_job_as_without(stop_then_continue_the_program, ("stopped", signal.SIGTSTP))
 
 
 def test_a_program_that_ignores_a_stop_is_not_stopped_for_it():
     """A program that ignores SIGTSTP gets one from its group (Ctrl-Z, a
     `kill -TSTP -PGID`): it runs on. The supervisor took the stop itself, so
     the shell said the job was stopped while the program ran on."""
-    _reader_job_as_without(["sh", "-c", 'trap "" TSTP; echo ready; read x; echo done'],
-                           lambda p, _: os.killpg(p.pid, signal.SIGTSTP))
+    _reader_job_as_without(lambda p, _: os.killpg(p.pid, signal.SIGTSTP),
+                           cmd=("sh", "-c", 'trap "" TSTP; echo ready; read x; echo done'))
 
 
 def test_exit_status_passes_through():

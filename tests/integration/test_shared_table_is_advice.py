@@ -452,6 +452,14 @@ def test_a_forged_responsive_interval_is_bounded_by_the_policy():
     check(took < plain_s + 2.4 + 1.0, "waited %.1fs with a 2s max backoff" % took)
 
 
+# a python program's head: conn() makes one blocking connect to the port
+_CONN_PY = ("import os, socket, sys, threading\n"
+            "def conn():\n"
+            "    s = socket.socket()\n"
+            "    try: s.connect(('127.0.0.1', %d))\n"
+            "    except OSError: pass\n")
+
+
 def _locks_held(path):
     """Is any byte of the lock file locked (by anyone but this process)?"""
     fd = os.open(path, os.O_RDWR)
@@ -473,11 +481,7 @@ def test_a_fork_child_does_not_keep_the_lock_of_an_attempt_in_flight():
     byte of the lock file may be locked while the child lives on."""
     port = free_port()
     table = new_table()
-    code = ("import os, socket, sys, threading\n"
-            "def conn():\n"
-            "    s = socket.socket()\n"
-            "    try: s.connect(('127.0.0.1', %d))\n"
-            "    except OSError: pass\n"
+    code = (_CONN_PY % port +
             "t = threading.Thread(target=conn)\n"
             "t.start()\n"
             "sys.stdin.readline()\n"
@@ -486,7 +490,7 @@ def test_a_fork_child_does_not_keep_the_lock_of_an_attempt_in_flight():
             "    os._exit(0)\n"
             "t.join()\n"
             "print('joined', flush=True)\n"
-            "os._exit(0)\n" % port)
+            "os._exit(0)\n")
     env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_MAX_ELAPSED="1500ms")
     with SynSniffer(port) as sn:
         p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
@@ -588,17 +592,13 @@ def test_a_fork_childs_own_wait_is_counted():
     status left it out: it counted one waiting thread, not two."""
     port = free_port()
     table = new_table()
-    code = ("import os, socket, sys, threading\n"
-            "def conn():\n"
-            "    s = socket.socket()\n"
-            "    try: s.connect(('127.0.0.1', %d))\n"
-            "    except OSError: pass\n"
+    code = (_CONN_PY % port +
             "threading.Thread(target=conn, daemon=True).start()\n"
             "sys.stdin.readline()\n"
             "if os.fork() == 0:\n"
             "    conn(); os._exit(0)\n"
             "sys.stdin.read()\n"
-            "os._exit(0)\n" % port)
+            "os._exit(0)\n")
     env = shim_env(BACKOFFSHIM_SHARED=table, BACKOFFSHIM_INITIAL_BACKOFF="10s",
                    BACKOFFSHIM_MAX_BACKOFF="10s", BACKOFFSHIM_MAX_ELAPSED="20s")
     p = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE,
