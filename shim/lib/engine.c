@@ -213,7 +213,11 @@ static int probe(struct call *c, uint64_t s, uint64_t now, uint64_t mine, uint64
 	case BS_ATT_EINTR:
 		return probe_ends(c, mine, r == BS_ATT_EINTR ? EINTR : EINPROGRESS);
 	case BS_ATT_CUT:
-		err = ETIMEDOUT;
+		/* cut by the shim's own bound, with no outcome yet: at the
+		 * budget's end (an attempt begun in its last moments, whose
+		 * refusal was on its way) the call ends with the last real
+		 * error, as it does between attempts */
+		err = end < shim_end && c->a.last_err > 0 ? c->a.last_err : ETIMEDOUT;
 		break;
 	case BS_ATT_FAIL:
 		break;
