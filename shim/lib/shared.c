@@ -346,12 +346,11 @@ static int open_lock_file(void)
 	rlim_t limit = 0, floor = lock_fd_floor(&limit);
 	if (!g_lock_path[0] || !floor)
 		return -1;
-	int fd = open_checked();
+	int fd = open_checked(); /* (which checks what the file is) */
 	if (fd >= 0)
 		fd = moved_high(fd, floor, limit);
 	struct stat st;
-	if (fd >= 0 && (BS_SYS(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-			st.st_uid != euid() || (st.st_mode & 077))) {
+	if (fd >= 0 && BS_SYS(SYS_fstat, fd, &st) != 0) {
 		BS_SYS(SYS_close, fd);
 		fd = -1;
 	}
@@ -387,8 +386,10 @@ static void note_held(int fd, int held)
 	for (int i = 0; i < HELD_MAX; i++) {
 		int want = held ? 0 : fd + 1;
 		if (atomic_compare_exchange_strong(&g_held[i], &want, held ? fd + 1 : 0))
-			return; /* (none free: a child keeps that one, until its stale time) */
+			return;
 	}
+	/* (no place free: a fork child keeps that one's lock, which counts
+	 * for the others until the probe word's own deadline) */
 }
 
 static void forget_the_parents_waiters(void);
